@@ -1,0 +1,114 @@
+"""The catalog: records loaded from layers, later layers overriding earlier ones.
+
+Layers are `generated` (from sglang's source), `curated` (ours, with remediation) and `user`
+(directories from config). A later layer replaces an earlier record with the same `id`, or with
+the same `errorMessage` template — so a curated record takes over the generated record of the
+raise site it describes, and one log line never counts twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from matcher.catalog.load import CatalogError, CatalogIssue, LoadResult, load_paths
+from matcher.catalog.schema import LAYER_RANK, CatalogRecord, Layer
+
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "CatalogIssue",
+    "CatalogRecord",
+    "builtin_patterns_dir",
+    "load_catalog",
+    "merge_layers",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    records: tuple[CatalogRecord, ...]
+    issues: tuple[CatalogIssue, ...]
+    version: str  # content hash of the merged records: changes whenever matching can change
+    files: tuple[str, ...]
+
+    def by_id(self, record_id: str) -> CatalogRecord | None:
+        for r in self.records:
+            if r.id == record_id:
+                return r
+        return None
+
+    def count_by_layer(self) -> dict[str, int]:
+        counts = {layer: 0 for layer in LAYER_RANK}
+        for r in self.records:
+            counts[r.layer] += 1
+        return counts
+
+
+def builtin_patterns_dir() -> Path:
+    """The catalog shipped with the package: inside the wheel, or `patterns/` in a checkout."""
+    shipped = resources.files("matcher").joinpath("_patterns")
+    if shipped.is_dir():
+        return Path(str(shipped))
+    return Path(__file__).resolve().parents[2] / "patterns"
+
+
+def merge_layers(records: Sequence[CatalogRecord]) -> tuple[CatalogRecord, ...]:
+    """Keep, for each id and each message template, the record of the latest layer."""
+    ordered = sorted(records, key=lambda r: LAYER_RANK[r.layer])  # stable within a layer
+    by_id: dict[str, CatalogRecord] = {}
+    for r in ordered:
+        by_id.pop(r.id, None)
+        by_id[r.id] = r
+    by_template: dict[str, CatalogRecord] = {}
+    kept: list[CatalogRecord] = []
+    for r in by_id.values():
+        if r.error_message:
+            earlier = by_template.get(r.error_message)
+            if earlier is not None and LAYER_RANK[earlier.layer] < LAYER_RANK[r.layer]:
+                kept.remove(earlier)
+            elif earlier is not None:
+                kept.append(r)
+                continue
+            by_template[r.error_message] = r
+        kept.append(r)
+    return tuple(kept)
+
+
+def load_catalog(
+    *,
+    builtin: bool = True,
+    generated: bool = True,
+    user_paths: Sequence[Path] = (),
+    builtin_dir: Path | None = None,
+) -> Catalog:
+    """Load the built-in layers and the user's paths; issues are returned, not raised."""
+    results: list[LoadResult] = []
+    base = builtin_dir or builtin_patterns_dir()
+    layers: list[tuple[Layer, list[Path]]] = []
+    if builtin and generated and (base / "sglang" / "generated").is_dir():
+        layers.append(("generated", [base / "sglang" / "generated"]))
+    if builtin:
+        layers.append(("curated", [base / "sglang" / "curated"]))
+    if user_paths:
+        layers.append(("user", list(user_paths)))
+    for layer, paths in layers:
+        results.append(load_paths(paths, layer))
+    records = merge_layers([r for res in results for r in res.records])
+    return Catalog(
+        records=records,
+        issues=tuple(i for res in results for i in res.issues),
+        version=_version(records),
+        files=tuple(f for res in results for f in res.files),
+    )
+
+
+def _version(records: Sequence[CatalogRecord]) -> str:
+    h = hashlib.sha256()
+    for r in sorted(records, key=lambda r: r.id):
+        h.update(json.dumps([r.id, r.layer, r.message_pattern, r.error_class]).encode())
+    return h.hexdigest()[:12]

@@ -1,0 +1,258 @@
+"""Catalog files to `CatalogRecord`s, with errors that name the file, the record and the field.
+
+A catalog is data written by people and by `catalog extract`; a mistake in one record must not
+cost the others. `load_paths` therefore returns the good records *and* the problems; callers
+decide whether a problem is fatal (`catalog lint`, `--check`) or reported and skipped (the
+daemon). Text fields such as `validationCode` are carried as text and never executed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from matcher.catalog.patterns import MIN_LITERAL_CHARS, analyze, pattern_from_template
+from matcher.catalog.schema import ROLES, SEVERITIES, CatalogRecord, Layer
+
+CATALOG_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogIssue:
+    """One thing wrong with a catalog file; `index`/`record_id`/`field` are None when unknown."""
+
+    file: str
+    problem: str
+    index: int | None = None
+    record_id: str | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.index is not None:
+            where += f": record {self.index}"
+            if self.record_id:
+                where += f" (id {self.record_id})"
+        if self.field:
+            where += f": field '{self.field}'"
+        return f"{where}: {self.problem}"
+
+
+class CatalogError(Exception):
+    """Raised where a catalog must be clean (lint, `--check`, reload); lists every issue."""
+
+    def __init__(self, issues: list[CatalogIssue]) -> None:
+        self.issues = issues
+        super().__init__("\n".join(str(i) for i in issues))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    records: tuple[CatalogRecord, ...]
+    issues: tuple[CatalogIssue, ...]
+    files: tuple[str, ...]
+
+
+def catalog_files(path: Path) -> list[Path]:
+    """A file as given, or the catalog files under a directory in a stable order."""
+    if path.is_dir():
+        return sorted(
+            p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in CATALOG_SUFFIXES
+        )
+    return [path]
+
+
+def load_paths(paths: Iterable[Path], layer: Layer) -> LoadResult:
+    records: list[CatalogRecord] = []
+    issues: list[CatalogIssue] = []
+    files: list[str] = []
+    for path in paths:
+        if not path.exists():
+            issues.append(CatalogIssue(str(path), "no such file or directory"))
+            continue
+        for file in catalog_files(path):
+            files.append(str(file))
+            for item in _read_file(file):
+                if isinstance(item, CatalogIssue):
+                    issues.append(item)
+                    continue
+                index, raw = item
+                result = validate_record(raw, str(file), index, layer)
+                if isinstance(result, CatalogRecord):
+                    records.append(result)
+                else:
+                    issues.extend(result)
+    return LoadResult(tuple(records), tuple(issues), tuple(files))
+
+
+def _read_file(file: Path) -> Iterator[tuple[int, Any] | CatalogIssue]:
+    """Yield (index, bare record) for each record in a file, unwrapping `{"record": …}`."""
+    name = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        yield CatalogIssue(name, f"cannot read: {e}")
+        return
+    suffix = file.suffix.lower()
+    if suffix == ".jsonl":
+        index = 0
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as e:
+                yield CatalogIssue(name, f"line {lineno}: not valid JSON: {e.msg}", index=index)
+            else:
+                yield index, _unwrap(doc)
+            index += 1
+        return
+    try:
+        doc = yaml.safe_load(text) if suffix in (".yaml", ".yml") else json.loads(text)
+    except json.JSONDecodeError as e:
+        yield CatalogIssue(name, f"not valid JSON at line {e.lineno} column {e.colno}: {e.msg}")
+        return
+    except yaml.YAMLError as e:
+        yield CatalogIssue(name, f"not valid YAML: {e}")
+        return
+    items = doc if isinstance(doc, list) else [doc]
+    for index, item in enumerate(items):
+        yield index, _unwrap(item)
+
+
+def _unwrap(doc: Any) -> Any:
+    if isinstance(doc, dict) and isinstance(doc.get("record"), dict):
+        return doc["record"]
+    return doc
+
+
+_STR_FIELDS = (
+    "slug", "errorMessage", "errorClass", "errorType", "filePath", "githubUrl", "documentation",
+    "triggerScenarios", "commonSituations", "exampleFix", "messagePattern", "severity", "role",
+)
+_STR_LIST_FIELDS = ("solutions", "preventionTips", "tags", "sglangVersions")
+
+
+def validate_record(
+    raw: Any, file: str, index: int, layer: Layer
+) -> CatalogRecord | list[CatalogIssue]:
+    """Check one bare record's fields and pattern; return the record or every problem found."""
+    if not isinstance(raw, dict):
+        return [CatalogIssue(file, f"expected an object, got {type(raw).__name__}", index=index)]
+    rid = raw.get("id")
+    rid_text = rid if isinstance(rid, str) else None
+    issues: list[CatalogIssue] = []
+
+    def bad(field: str, problem: str) -> None:
+        issues.append(CatalogIssue(file, problem, index=index, record_id=rid_text, field=field))
+
+    if not isinstance(rid, str) or not rid.strip():
+        bad("id", "required: a non-empty string")
+    for name in _STR_FIELDS:
+        if raw.get(name) is not None and not isinstance(raw[name], str):
+            bad(name, f"expected a string or null, got {type(raw[name]).__name__}")
+    for name in _STR_LIST_FIELDS:
+        value = raw.get(name)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            bad(name, "expected a list of strings")
+    line_number = raw.get("lineNumber")
+    if line_number is not None and (isinstance(line_number, bool) or not isinstance(line_number, int)):
+        bad("lineNumber", f"expected an integer or null, got {type(line_number).__name__}")
+    severity = raw.get("severity") or "error"
+    if isinstance(severity, str) and severity not in SEVERITIES:
+        bad("severity", f"{severity!r} is not one of {', '.join(SEVERITIES)}")
+    role = raw.get("role") or "cause"
+    if isinstance(role, str) and role not in ROLES:
+        bad("role", f"{role!r} is not one of {', '.join(ROLES)}")
+    examples = raw.get("examples")
+    ex_match: list[str] = []
+    ex_no: list[str] = []
+    if examples is not None:
+        if not isinstance(examples, dict):
+            bad("examples", "expected an object {match: [...], noMatch: [...]}")
+        else:
+            for key, target in (("match", ex_match), ("noMatch", ex_no)):
+                value = examples.get(key, [])
+                if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    target.extend(value)
+                else:
+                    bad(f"examples.{key}", "expected a list of strings")
+
+    pattern = raw.get("messagePattern")
+    message = raw.get("errorMessage")
+    pattern_field = "messagePattern"
+    if not (isinstance(pattern, str) and pattern):
+        if isinstance(message, str) and message:
+            pattern = pattern_from_template(message)
+            pattern_field = "errorMessage"
+        elif "messagePattern" not in [i.field for i in issues]:
+            bad("messagePattern", "required: a messagePattern, or an errorMessage to derive one from")
+            pattern = None
+        else:
+            pattern = None
+    literal_length = 0
+    if isinstance(pattern, str):
+        problem = check_pattern(pattern)
+        if isinstance(problem, str):
+            bad(pattern_field, problem)
+        else:
+            literal_length = problem
+    if issues:
+        return issues
+    assert isinstance(pattern, str) and isinstance(rid, str)
+    return CatalogRecord(
+        id=rid,
+        message_pattern=pattern,
+        layer=layer,
+        origin=file,
+        index=index,
+        slug=raw.get("slug") or "",
+        error_message=message,
+        error_class=raw.get("errorClass") or None,
+        error_type=raw.get("errorType"),
+        severity=severity,
+        role=role,
+        file_path=raw.get("filePath"),
+        line_number=line_number,
+        github_url=raw.get("githubUrl"),
+        documentation=raw.get("documentation") or "",
+        trigger_scenarios=raw.get("triggerScenarios") or "",
+        common_situations=raw.get("commonSituations") or "",
+        solutions=tuple(raw.get("solutions") or ()),
+        example_fix=raw.get("exampleFix"),
+        prevention_tips=tuple(raw.get("preventionTips") or ()),
+        tags=tuple(raw.get("tags") or ()),
+        sglang_versions=tuple(raw.get("sglangVersions") or ()),
+        examples_match=tuple(ex_match),
+        examples_no_match=tuple(ex_no),
+        literal_length=literal_length,
+        raw=raw,
+    )
+
+
+def check_pattern(pattern: str) -> int | str:
+    """The pattern's literal length, or why it cannot be used."""
+    try:
+        compiled = regex.compile(pattern)
+    except (regex.error, OverflowError, RecursionError) as e:
+        return f"invalid regex: {e}"
+    try:
+        if compiled.fullmatch("", timeout=0.1) is not None:
+            return "matches the empty string: it would match every line"
+    except TimeoutError:
+        return "regex times out on the empty string"
+    facts = analyze(pattern)
+    if facts.literal_length < MIN_LITERAL_CHARS:
+        return (
+            f"too little literal text to be specific ({facts.literal_length} literal characters, "
+            f"at least {MIN_LITERAL_CHARS} needed)"
+        )
+    return facts.literal_length

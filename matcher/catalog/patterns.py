@@ -1,0 +1,124 @@
+"""What a `messagePattern` is worth: does it compile, can it match nothing, how specific is it.
+
+The engine's tie-break ("most literal text wins") and the load-time rejection of vague patterns
+both rest on `literal_length`: the number of characters any match must contain literally. It is
+computed on the parse tree of the pattern, so `(?:foo|ba)` counts 2 and `x*` counts 0.
+"""
+
+from __future__ import annotations
+
+import re
+import re._constants as sre_c  # type: ignore[import-not-found]
+import re._parser as sre_parse  # type: ignore[import-not-found]
+from dataclasses import dataclass
+
+import regex
+
+MIN_LITERAL_CHARS = 8
+
+_TEMPLATE_HOLE = re.compile(r"(?<!\{)\{(?!\{)[^{}]*\}(?!\})|%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdrfgixXeEc]")
+
+
+@dataclass(frozen=True, slots=True)
+class PatternFacts:
+    literal_length: int
+    required_literals: tuple[str, ...]  # literal runs every match contains, longest first
+
+
+def pattern_from_template(template: str) -> str:
+    """`'x={cfg.y!r} bad.'` → `'x=(.+?) bad\\.'`: literal text escaped, each hole a lazy group."""
+    parts: list[str] = []
+    pos = 0
+    for m in _TEMPLATE_HOLE.finditer(template):
+        parts.append(escape_literal(template[pos : m.start()]))
+        parts.append("(.+?)")
+        pos = m.end()
+    parts.append(escape_literal(template[pos:]))
+    return "".join(parts)
+
+
+_SPECIAL = re.compile(r"([.^$*+?{}\[\]\\|()])")
+
+
+def escape_literal(text: str) -> str:
+    """Escape regex metacharacters only, so a pattern stays readable next to its message."""
+    return _SPECIAL.sub(r"\\\1", text.replace("{{", "{").replace("}}", "}"))
+
+
+def analyze(pattern: str) -> PatternFacts:
+    """Literal length and required literal runs of a pattern (`regex` syntax, `re` parse)."""
+    try:
+        tree = sre_parse.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        return _analyze_crudely(pattern)
+    runs: list[str] = []
+    length = _walk(tree, runs)
+    return PatternFacts(length, tuple(sorted((r for r in runs if r), key=len, reverse=True)))
+
+
+def _walk(items: object, runs: list[str]) -> int:
+    """Count required literal characters; collect runs of adjacent required literals."""
+    total = 0
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            runs.append("".join(current))
+            current.clear()
+
+    for op, av in items:  # type: ignore[attr-defined]
+        if op is sre_c.LITERAL:
+            current.append(chr(av))
+            total += 1
+        elif op is sre_c.SUBPATTERN:
+            sub: list[str] = []
+            n = _walk(av[-1], sub)
+            total += n
+            # A group that is one literal run continues the current run.
+            if len(sub) == 1 and n == len(sub[0]):
+                current.append(sub[0])
+            else:
+                flush()
+                runs.extend(sub)
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
+            lo, _hi, body = av
+            flush()
+            if lo >= 1:
+                sub = []
+                total += min(lo, 4) * _walk(body, sub)
+                runs.extend(sub)
+        elif op is sre_c.BRANCH:
+            flush()
+            total += min((_walk(alt, []) for alt in av[1]), default=0)
+        elif op is sre_c.ATOMIC_GROUP:
+            sub = []
+            total += _walk(av, sub)
+            flush()
+            runs.extend(sub)
+        elif op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
+            continue  # zero-width: neither adds nor breaks a run of literals
+        else:
+            flush()
+    flush()
+    return total
+
+
+def _analyze_crudely(pattern: str) -> PatternFacts:
+    """For syntax only `regex` knows: letters, digits and spaces outside escapes and classes."""
+    text = re.sub(r"\\[pPNXkg]\{[^}]*\}|\\.|\[[^\]]*\]|\(\?[^)]*\)", " ", pattern)
+    words = re.findall(r"[A-Za-z0-9][A-Za-z0-9 _:=,'-]*", text)
+    return PatternFacts(sum(len(w) for w in words), tuple(sorted(words, key=len, reverse=True)))
+
+
+def positional_capture_names(compiled: regex.Pattern[str]) -> dict[int, str]:
+    """Group number → capture name: its own name, or `arg1`, `arg2`, … for unnamed groups."""
+    named = {num: name for name, num in compiled.groupindex.items()}
+    names: dict[int, str] = {}
+    unnamed = 0
+    for num in range(1, compiled.groups + 1):
+        if num in named:
+            names[num] = named[num]
+        else:
+            unnamed += 1
+            names[num] = f"arg{unnamed}"
+    return names

@@ -1,0 +1,320 @@
+"""Lines to records: sglang's line prefix, ANSI colours, and Python tracebacks as one record each.
+
+sglang writes `[2026-01-01 12:00:00 DP0 TP3] message` once it has set up logging, and bare text
+before that (launch errors) or when the interpreter itself prints an uncaught exception. A
+scheduler crash is one `logger.error` call whose message is a whole traceback: only its first
+line carries the prefix. Several ranks crash together and write whole blocks, so the lines of
+one traceback are attributed to the rank whose prefixed line opened it; a prefixed line of
+another rank interrupts it only once it has reached its `Class: message` line.
+
+What can be lost: nothing is dropped, but a traceback longer than `max_traceback_lines` keeps its
+first lines and its exception lines only (marked `truncated`), and a traceback whose end never
+comes is closed at end of input, at `flush_after` seconds idle (see `tick`), or at the line cap.
+A line that sglang's prefix does not start is taken as it is, ranks unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from matcher.types import ExceptionLine, Line, Record
+
+# Real escape sequences, and the same written out as text (JSON logs, `repr`ed messages).
+_ANSI = re.compile(r"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;?]*[A-Za-z]")
+_PREFIX = re.compile(
+    r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: [^\]\n]*)?)\] ?"
+)
+_RANK = re.compile(r"^[A-Za-z_]*[A-Za-z]\d+$")
+_TRACEBACK_START = "Traceback (most recent call last):"
+_GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")
+_CHAIN = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+# `pkg.module.ClassName: message` or a bare `ClassName` as Python prints the escaped exception.
+_EXCEPTION_LINE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?::(?: (?P<msg>.*))?)?$", re.DOTALL)
+_CLASS_LIKE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|Fault)$"
+)
+# Inside an exception group, traceback lines are drawn behind `|` bars, between separators
+# such as `+-+---------------- 1 ----------------`.
+_GROUP_BARS = re.compile(r"^(?:\s*\| ?)+")
+_GROUP_SEPARATOR = re.compile(r"^[\s|+]*(?:\+-+|-{4,}).*$|^[\s|]*\.\.\.")
+# Lines of other writers that end a bare traceback's message (uvicorn, glog, timestamps).
+_OTHER_LOG_FORMAT = re.compile(
+    r"^(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::|\s)|[IWEF]\d{4} |\d{4}-\d\d-\d\d[ T]\d)"
+)
+
+DEFAULT_MAX_TRACEBACK_LINES = 2000
+DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024
+DEFAULT_MAX_EXCEPTIONS = 32
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if ("\x1b" in text or "\\" in text) else text
+
+
+@dataclass(frozen=True, slots=True)
+class Prefixed:
+    """A line split into sglang's prefix (if any) and its message."""
+
+    message: str
+    log_ts: str | None = None
+    ranks: tuple[str, ...] = ()
+    has_prefix: bool = False
+
+
+def split_prefix(text: str) -> Prefixed:
+    """Split `[2026-01-01 12:00:00 DP0 TP1] msg` into timestamp, ranks and message."""
+    m = _PREFIX.match(text)
+    if m is None:
+        return Prefixed(message=text)
+    ranks = tuple(t for t in m.group("tags").split() if _RANK.match(t))
+    return Prefixed(message=text[m.end():], log_ts=m.group("ts"), ranks=ranks, has_prefix=True)
+
+
+def parse_exception_line(text: str) -> ExceptionLine | None:
+    """`torch.OutOfMemoryError: CUDA out of memory…` → class and message, if it has that shape."""
+    m = _EXCEPTION_LINE.match(text)
+    if m is None or not _CLASS_LIKE.match(m.group("cls")):
+        return None
+    return ExceptionLine(error_class=m.group("cls"), message=m.group("msg") or "")
+
+
+@dataclass(slots=True)
+class _Open:
+    """A traceback being assembled."""
+
+    key: str
+    source: str
+    offset: int
+    end_offset: int
+    header: str
+    log_ts: str | None
+    ranks: tuple[str, ...]
+    stream: str
+    started: float
+    last_seen: float
+    lines: list[str] = field(default_factory=list)
+    exceptions: list[ExceptionLine] = field(default_factory=list)
+    state: str = "frames"  # frames | exception | chain
+    line_count: int = 0
+    truncated: bool = False
+    blank_run: int = 0
+    in_group: bool = False
+
+    def add_line(self, text: str, max_lines: int) -> None:
+        self.line_count += 1
+        if len(self.lines) < max_lines:
+            self.lines.append(text)
+        else:
+            self.truncated = True
+
+    def to_record(self) -> Record:
+        while len(self.lines) > 1 and not self.lines[-1].strip():
+            self.lines.pop()
+        return Record(
+            kind="traceback",
+            source=self.source,
+            offset=self.offset,
+            end_offset=self.end_offset,
+            header=self.header,
+            lines=tuple(self.lines),
+            exceptions=tuple(self.exceptions),
+            log_ts=self.log_ts,
+            ranks=self.ranks,
+            stream=self.stream,  # type: ignore[arg-type]
+            truncated=self.truncated,
+        )
+
+
+class Framer:
+    """Turns the lines of one source into `Record`s. Pure: feed lines, get records back."""
+
+    def __init__(
+        self,
+        *,
+        max_traceback_lines: int = DEFAULT_MAX_TRACEBACK_LINES,
+        max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+        max_exceptions: int = DEFAULT_MAX_EXCEPTIONS,
+        flush_after: float = 5.0,
+    ) -> None:
+        self.max_traceback_lines = max_traceback_lines
+        self.max_message_chars = max_message_chars
+        self.max_exceptions = max_exceptions
+        self.flush_after = flush_after
+        self._open: dict[str, _Open] = {}
+        self._current = ""
+
+    @property
+    def open_tracebacks(self) -> int:
+        return len(self._open)
+
+    def feed(self, line: Line, now: float = 0.0) -> list[Record]:
+        out: list[Record] = []
+        text = strip_ansi(line.text)
+        p = split_prefix(text)
+        if p.has_prefix:
+            key = "[" + " ".join(p.ranks) + "]"
+            self._close(key, out)
+            # Another rank's block interrupts a traceback only once it has its exception line.
+            cur = self._open.get(self._current)
+            if cur is not None and cur.state != "frames":
+                self._close(self._current, out)
+            self._current = key
+            self._start_or_plain(line, text, p, key, now, out)
+            return out
+        tb = self._open.get(self._current)
+        if tb is not None and self._continue(tb, line, text, now):
+            return out
+        if tb is not None:
+            self._close(tb.key, out)
+        self._current = ""
+        self._start_or_plain(line, text, p, "", now, out)
+        return out
+
+    def tick(self, now: float) -> list[Record]:
+        """Close tracebacks idle for `flush_after` seconds (the daemon calls this periodically)."""
+        out: list[Record] = []
+        for key in [k for k, tb in self._open.items() if now - tb.last_seen >= self.flush_after]:
+            self._close(key, out)
+        return out
+
+    def finish(self) -> list[Record]:
+        """End of input: every open traceback becomes a record, in the order they started."""
+        out: list[Record] = []
+        for key in sorted(self._open, key=lambda k: self._open[k].offset):
+            self._close(key, out)
+        return out
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _close(self, key: str, out: list[Record]) -> None:
+        tb = self._open.pop(key, None)
+        if tb is not None:
+            out.append(tb.to_record())
+
+    def _start_or_plain(
+        self, line: Line, text: str, p: Prefixed, key: str, now: float, out: list[Record]
+    ) -> None:
+        msg = p.message
+        stripped = msg.rstrip()
+        group = _GROUP_START.match(stripped)
+        if stripped.endswith(_TRACEBACK_START) or group:
+            header = "" if group else stripped[: -len(_TRACEBACK_START)].rstrip()
+            tb = _Open(
+                key=key,
+                source=line.source,
+                offset=line.offset,
+                end_offset=line.end_offset,
+                header=header,
+                log_ts=p.log_ts,
+                ranks=p.ranks,
+                stream=line.stream,
+                started=now,
+                last_seen=now,
+                in_group=group is not None,
+            )
+            tb.add_line(text, self.max_traceback_lines)
+            self._open[key] = tb
+            self._current = key
+            return
+        exc = parse_exception_line(msg)
+        out.append(
+            Record(
+                kind="line",
+                source=line.source,
+                offset=line.offset,
+                end_offset=line.end_offset,
+                header=msg,
+                lines=(text,),
+                exceptions=(exc,) if exc else (),
+                log_ts=p.log_ts,
+                ranks=p.ranks,
+                stream=line.stream,
+                truncated=line.truncated,
+            )
+        )
+
+    def _continue(self, tb: _Open, line: Line, text: str, now: float) -> bool:
+        """Add an unprefixed line to the open traceback if it belongs there."""
+        if tb.in_group:
+            if text.lstrip()[:1] in ("|", "+"):
+                self._continue_group(tb, text)
+                return self._accept(tb, line, text, now)
+            tb.in_group = False
+            tb.state = "exception"
+        stripped = text.strip()
+        if stripped in _CHAIN:
+            tb.state = "chain"
+            return self._accept(tb, line, text, now)
+        if tb.state == "chain":
+            if not stripped:
+                return self._accept(tb, line, text, now)
+            if text.startswith(_TRACEBACK_START) or _GROUP_START.match(text):
+                tb.state = "frames"
+                tb.in_group = bool(_GROUP_START.match(text))
+                return self._accept(tb, line, text, now)
+            return False
+        if text.startswith(_TRACEBACK_START):
+            return False  # a new traceback, not chained to this one
+        if tb.state == "frames":
+            if _GROUP_START.match(text):
+                tb.in_group = True
+            elif stripped and not text[:1].isspace():
+                self._add_exception(tb, stripped)
+                tb.state = "exception"
+            return self._accept(tb, line, text, now)
+        # state "exception": the message may go on over several lines, up to a blank line.
+        if _GROUP_START.match(text):
+            return False
+        if not stripped:
+            tb.blank_run += 1
+            return tb.blank_run <= 1 and self._accept(tb, line, text, now)
+        if tb.blank_run or _OTHER_LOG_FORMAT.match(text):
+            return False
+        last = tb.exceptions[-1]
+        if len(last.message) < self.max_message_chars:
+            joined = (last.message + "\n" + text.rstrip())[: self.max_message_chars]
+            tb.exceptions[-1] = ExceptionLine(last.error_class, joined)
+        return self._accept(tb, line, text, now)
+
+    def _continue_group(self, tb: _Open, text: str) -> None:
+        """A line of an exception group (`| ...`, `+---- 1 ----`): note its exception lines."""
+        if _GROUP_SEPARATOR.match(text):
+            return
+        body = _GROUP_BARS.sub("", text, count=1)
+        stripped = body.strip()
+        if (
+            not stripped
+            or body[:1].isspace()
+            or "Traceback (most recent call last):" in stripped
+            or stripped in _CHAIN
+        ):
+            return
+        if parse_exception_line(stripped) is not None or not tb.exceptions:
+            self._add_exception(tb, stripped)
+        else:
+            last = tb.exceptions[-1]
+            joined = (last.message + "\n" + stripped)[: self.max_message_chars]
+            tb.exceptions[-1] = ExceptionLine(last.error_class, joined)
+
+    def _add_exception(self, tb: _Open, text: str) -> None:
+        m = _EXCEPTION_LINE.match(text)
+        if m is not None:
+            exc = ExceptionLine(m.group("cls"), (m.group("msg") or "")[: self.max_message_chars])
+        else:
+            exc = ExceptionLine("", text[: self.max_message_chars])
+        if len(tb.exceptions) >= self.max_exceptions:
+            tb.exceptions.pop(0)
+            tb.truncated = True
+        tb.exceptions.append(exc)
+
+    def _accept(self, tb: _Open, line: Line, text: str, now: float) -> bool:
+        if text.strip():
+            tb.blank_run = 0
+        tb.add_line(text, self.max_traceback_lines)
+        tb.end_offset = line.end_offset
+        tb.last_seen = now
+        return True

@@ -1,0 +1,137 @@
+"""The values that cross pipeline stages, and the seams between them.
+
+Each stage takes one of these and hands the next one on; none of them knows where its input came
+from or where its output goes. They are frozen so that a value seen by a sink is the value the
+framer made, and slotted because millions of lines pass through them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from matcher.catalog.schema import CatalogRecord
+
+Stream = Literal["stdout", "stderr", ""]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Bytes read from one source; `end_offset` is the source position just after `data`."""
+
+    data: bytes
+    source: str
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One log line, decoded, without its newline.
+
+    `offset` is where the line starts in its source and `end_offset` where the next one starts:
+    a checkpoint after this line is `end_offset`. `ts` is the container runtime's timestamp
+    (CRI, docker) when the format carries one; sglang's own timestamp is parsed by the framer.
+    """
+
+    text: str
+    source: str
+    offset: int
+    end_offset: int
+    stream: Stream = ""
+    ts: str | None = None
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionLine:
+    """One `Class: message` line of a traceback (or a lone line of that shape)."""
+
+    error_class: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A unit of meaning: one plain log line, or one whole Python traceback.
+
+    `exceptions` lists the traceback's `Class: message` lines in the order printed: for chained
+    exceptions the first is the original cause and the last the one that escaped. `header` is
+    the text before `Traceback (most recent call last):` on the line that opened it (for
+    example `Scheduler hit an exception:`), or the whole message of a plain line.
+    """
+
+    kind: Literal["line", "traceback"]
+    source: str
+    offset: int
+    end_offset: int
+    header: str
+    lines: tuple[str, ...]
+    exceptions: tuple[ExceptionLine, ...] = ()
+    log_ts: str | None = None
+    ranks: tuple[str, ...] = ()
+    stream: Stream = ""
+    truncated: bool = False
+
+    @property
+    def rank_key(self) -> str:
+        return " ".join(self.ranks)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A record recognized by one catalog record.
+
+    `target` is the exception line or text the pattern was found in; `captures` holds the
+    pattern's groups by name (`arg1`, `arg2`, … for unnamed ones).
+    """
+
+    pattern: CatalogRecord
+    captures: dict[str, str]
+    record: Record
+    error_class: str
+    message: str
+    on_header: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What an operator sees: one real occurrence of a failure, possibly seen on several ranks."""
+
+    event: Literal["sglang_error", "sglang_unknown_error"]
+    error_class: str
+    message: str
+    source: str
+    severity: str
+    log_ts: str | None
+    observed_ts: float
+    ranks: tuple[str, ...]
+    occurrences: int
+    traceback: str | None
+    pattern_id: str | None = None
+    role: str = "cause"
+    captures: dict[str, str] = field(default_factory=dict)
+    remediation: dict[str, Any] | None = None
+    fingerprint: str | None = None
+    catalog_version: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    consequences: tuple[str, ...] = ()
+    offset: int = 0
+
+
+class Source(Protocol):
+    """Something that yields chunks of log bytes (a file across rotation, stdin, the journal)."""
+
+    name: str
+
+    def read(self) -> list[Chunk]: ...
+
+
+class Sink(Protocol):
+    """Something that accepts events; returning means they are durably handed on."""
+
+    def accept(self, events: list[Event]) -> None: ...
