@@ -37,7 +37,7 @@ class LineSplitter:
         self._pending = bytearray()
         self._pending_offset = 0
         self._dropping = False  # inside an over-long line whose head was already emitted
-        self._offset = 0
+        self._lineno = 0
 
     @property
     def pending_bytes(self) -> int:
@@ -98,6 +98,7 @@ class LineSplitter:
         return [line]
 
     def _line(self, raw: bytes, offset: int, end: int, *, truncated: bool = False) -> Line:
+        self._lineno += 1
         return Line(
             text=_decode(raw),
             source=self.source,
@@ -105,4 +106,5 @@ class LineSplitter:
             end_offset=end,
             stream=self.stream,
             truncated=truncated,
+            lineno=self._lineno,
         )

@@ -94,6 +94,7 @@ class _Open:
     log_ts: str | None
     ranks: tuple[str, ...]
     stream: str
+    lineno: int
     started: float
     last_seen: float
     lines: list[str] = field(default_factory=list)
@@ -126,6 +127,7 @@ class _Open:
             ranks=self.ranks,
             stream=self.stream,  # type: ignore[arg-type]
             truncated=self.truncated,
+            lineno=self.lineno,
         )
 
 
@@ -212,6 +214,7 @@ class Framer:
                 log_ts=p.log_ts,
                 ranks=p.ranks,
                 stream=line.stream,
+                lineno=line.lineno,
                 started=now,
                 last_seen=now,
                 in_group=group is not None,
@@ -234,6 +237,7 @@ class Framer:
                 ranks=p.ranks,
                 stream=line.stream,
                 truncated=line.truncated,
+                lineno=line.lineno,
             )
         )
 

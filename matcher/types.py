@@ -41,6 +41,7 @@ class Line:
     stream: Stream = ""
     ts: str | None = None
     truncated: bool = False
+    lineno: int = 0  # 1-based within what this reader saw; 0 when unknown (resumed mid-file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,7 @@ class Record:
     ranks: tuple[str, ...] = ()
     stream: Stream = ""
     truncated: bool = False
+    lineno: int = 0
 
     @property
     def rank_key(self) -> str:
@@ -121,6 +123,7 @@ class Event:
     labels: dict[str, str] = field(default_factory=dict)
     consequences: tuple[str, ...] = ()
     offset: int = 0
+    lineno: int = 0
 
 
 class Source(Protocol):

@@ -1,0 +1,204 @@
+"""Matches to events: one event per real failure, however many ranks printed it.
+
+sglang prints the same traceback once per rank; eight events for one crash is noise. Matches of
+the same pattern with the same captures within `window` seconds collapse into one event that
+lists the ranks; a rank seen twice starts a new occurrence. A consequence (`Received sigquit
+from a child process`) that follows a root cause within the window is attached to it as
+`consequences` instead of standing as a failure of its own. Exceptions no pattern knows become
+`sglang_unknown_error` events with a fingerprint of their message shape.
+
+Time is the log's own timestamp when the line has one, else the `now` the caller passes; the
+module never reads a clock. Nothing is dropped: `finish()` emits whatever is still open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from matcher.types import Event, Match, Record
+
+DEFAULT_WINDOW = 5.0
+MAX_TRACEBACK_CHARS = 8192
+
+_MASKS = (
+    (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+     "<uuid>"),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.@+-]+){2,}/?"), "<path>"),
+    (re.compile(r"'[^'\n]*'|\"[^\"\n]*\""), "<str>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{12,}\b"), "<hex>"),
+    (re.compile(r"\d+(?:\.\d+)?"), "<num>"),
+)
+
+
+def mask_message(message: str) -> str:
+    """The shape of a message: values that vary between occurrences masked."""
+    text = message.split("\n", 1)[0][:2000]
+    for pattern, repl in _MASKS:
+        text = pattern.sub(repl, text)
+    return text.strip()
+
+
+def fingerprint(error_class: str, message: str) -> str:
+    """Stable across occurrences of the same unknown error, different across different ones."""
+    shape = f"{error_class.rsplit('.', 1)[-1]}|{mask_message(message)}"
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+def log_time(log_ts: str | None) -> float | None:
+    """Seconds of sglang's `2026-01-01 12:00:00(.mmm)` (its local time, compared only with itself)."""
+    if not log_ts:
+        return None
+    try:
+        return datetime.fromisoformat(log_ts.replace(",", ".")).timestamp()
+    except ValueError:
+        return None
+
+
+def traceback_text(record: Record) -> str | None:
+    if record.kind != "traceback":
+        return None
+    text = record.text
+    if len(text) > MAX_TRACEBACK_CHARS:
+        half = MAX_TRACEBACK_CHARS // 2
+        text = text[:half] + "\n…\n" + text[-half:]
+    return text
+
+
+@dataclass(slots=True)
+class _Group:
+    key: tuple[object, ...]
+    record: Record
+    match: Match | None
+    log_t: float | None
+    now_t: float
+    ranks: list[str] = field(default_factory=list)
+    occurrences: int = 1
+    consequences: list[str] = field(default_factory=list)
+    observed: float = 0.0
+
+
+class Aggregator:
+    """Collapses ranks and attaches consequences. Feed matches in log order."""
+
+    def __init__(
+        self,
+        *,
+        window: float = DEFAULT_WINDOW,
+        catalog_version: str = "",
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        self.window = window
+        self.catalog_version = catalog_version
+        self.labels = dict(labels or {})
+        self._open: dict[tuple[object, ...], _Group] = {}
+        self._last_cause: _Group | None = None
+
+    def add(self, record: Record, match: Match | None, now: float = 0.0) -> list[Event]:
+        """Take one framed record and its match (or None); return events that are complete."""
+        t = log_time(record.log_ts)
+        out = self._expire(t, now)
+        if match is None and not record.exceptions:
+            return out
+        if match is not None and match.pattern.role == "consequence":
+            cause = self._last_cause
+            if cause is not None and cause.key in self._open and self._within(cause, t, now):
+                text = match.message
+                if text not in cause.consequences:
+                    cause.consequences.append(text)
+                return out
+        key = self._key(record, match)
+        group = self._open.get(key)
+        rank = record.rank_key
+        if group is not None and (not rank or rank in group.ranks):
+            out.append(self._close(group))
+            group = None
+        if group is None:
+            group = _Group(key, record, match, t, now, observed=now)
+            self._open[key] = group
+            if rank:
+                group.ranks.append(rank)
+        else:
+            group.ranks.append(rank)
+            group.occurrences += 1
+        if match is None or match.pattern.role != "consequence":
+            self._last_cause = group
+        return out
+
+    def tick(self, now: float) -> list[Event]:
+        return self._expire(None, now)
+
+    def finish(self) -> list[Event]:
+        return sorted((self._close(g) for g in list(self._open.values())), key=lambda e: e.offset)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _within(self, group: _Group, t: float | None, now: float) -> bool:
+        if t is not None and group.log_t is not None:
+            return t - group.log_t <= self.window
+        return now - group.now_t <= self.window
+
+    def _expire(self, t: float | None, now: float) -> list[Event]:
+        done = [g for g in self._open.values() if not self._within(g, t, now)]
+        return sorted((self._close(g) for g in done), key=lambda e: e.offset)
+
+    def _key(self, record: Record, match: Match | None) -> tuple[object, ...]:
+        if match is not None:
+            return ("known", match.pattern.id, tuple(sorted(match.captures.items())))
+        exc = record.exceptions[-1]
+        return ("unknown", fingerprint(exc.error_class, exc.message))
+
+    def _close(self, group: _Group) -> Event:
+        self._open.pop(group.key, None)
+        if self._last_cause is group:
+            self._last_cause = None
+        r = group.record
+        m = group.match
+        common = dict(
+            source=r.source,
+            log_ts=r.log_ts,
+            observed_ts=group.observed,
+            ranks=tuple(sorted(group.ranks, key=_rank_order)),
+            occurrences=group.occurrences,
+            traceback=traceback_text(r),
+            catalog_version=self.catalog_version,
+            labels=dict(self.labels),
+            consequences=tuple(group.consequences),
+            offset=r.offset,
+            lineno=r.lineno,
+        )
+        if m is not None:
+            message = f"{m.error_class}: {m.message}" if m.error_class and not m.on_header \
+                and r.exceptions else m.message
+            return Event(
+                event="sglang_error",
+                pattern_id=m.pattern.id,
+                error_class=m.error_class,
+                severity=m.pattern.severity,
+                role=m.pattern.role,
+                message=message,
+                captures=dict(m.captures),
+                remediation=m.pattern.remediation(),
+                **common,  # type: ignore[arg-type]
+            )
+        exc = r.exceptions[-1]
+        return Event(
+            event="sglang_unknown_error",
+            error_class=exc.error_class,
+            severity="error",
+            message=f"{exc.error_class}: {exc.message}" if exc.error_class else exc.message,
+            fingerprint=fingerprint(exc.error_class, exc.message),
+            **common,  # type: ignore[arg-type]
+        )
+
+
+def _rank_order(rank: str) -> tuple[tuple[str, int], ...]:
+    """`DP0 TP10` after `DP0 TP2`: compare rank tags by name, then number."""
+    out = []
+    for tag in rank.strip("[]").split():
+        m = re.match(r"([A-Za-z_]*?)(\d+)$", tag)
+        out.append((m.group(1), int(m.group(2))) if m else (tag, -1))
+    return tuple(out)

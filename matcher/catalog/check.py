@@ -1,0 +1,68 @@
+"""`catalog test`: every record's own examples prove it, against the whole compiled catalog.
+
+A `match` example must be recognized by its record — not merely matched, but chosen, so an
+example taken by a more specific record fails. A `noMatch` example must not be matched by the
+record at all. Examples are framed exactly as a log would be, so a traceback example is tested
+the way the daemon will see it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matcher.catalog.schema import CatalogRecord
+from matcher.engine import Engine
+from matcher.framing import Framer
+from matcher.types import Line, Record
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleFailure:
+    record: CatalogRecord
+    kind: str  # "match" | "noMatch" | "none"
+    example: str
+    problem: str
+
+    def __str__(self) -> str:
+        first = self.example.strip().splitlines()[-1] if self.example.strip() else ""
+        return f"{self.record.where}: examples.{self.kind}: {self.problem}\n    {first[:200]}"
+
+
+def frame_text(text: str, source: str = "example") -> list[Record]:
+    """Frame a log excerpt as the daemon would frame the same lines."""
+    framer = Framer()
+    records: list[Record] = []
+    offset = 0
+    for raw in text.split("\n"):
+        end = offset + len(raw.encode()) + 1
+        records.extend(framer.feed(Line(raw, source, offset, end)))
+        offset = end
+    records.extend(framer.finish())
+    return records
+
+
+def check_examples(
+    engine: Engine, records: Sequence[CatalogRecord], *, require_examples: bool = False
+) -> list[ExampleFailure]:
+    failures: list[ExampleFailure] = []
+    for rec in records:
+        if require_examples and not rec.examples_match:
+            failures.append(ExampleFailure(rec, "none", "", "no examples.match lines"))
+        for example in rec.examples_match:
+            framed = frame_text(example)
+            winners = [m for m in (engine.match(r) for r in framed) if m is not None]
+            if any(m.pattern.id == rec.id for m in winners):
+                continue
+            if winners:
+                taken = ", ".join(sorted({f"{m.pattern.id} ({m.pattern.slug})" for m in winners}))
+                problem = f"taken by a more specific record: {taken}"
+            else:
+                problem = "not matched by this record"
+            failures.append(ExampleFailure(rec, "match", example, problem))
+        for example in rec.examples_no_match:
+            for r in frame_text(example):
+                if any(m.pattern.id == rec.id for m in engine.match_all(r)):
+                    failures.append(ExampleFailure(rec, "noMatch", example, "matched, must not be"))
+                    break
+    return failures

@@ -1,0 +1,210 @@
+"""`sglang-matcher`: flags in, one orchestrating call, an exit code out.
+
+Exit codes: 0 — nothing wrong found (or the check passed); 1 — errors found in the log, or
+catalog examples failing; 2 — usage error, unreadable input, or an invalid catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from matcher import __version__
+from matcher.catalog import Catalog, CatalogError, load_catalog
+from matcher.catalog.check import check_examples
+from matcher.engine import Engine
+from matcher.pipeline import Pipeline
+from matcher.redact import Redactor
+from matcher.report import exit_code, render
+from matcher.sinks.events import event_dict
+from matcher.types import Chunk
+
+EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+READ_SIZE = 1 << 20
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input: message to stderr, exit 2."""
+
+
+def _catalog_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--catalog", action="append", type=Path, default=[], metavar="PATH",
+                   help="extra catalog file or directory (repeatable); overrides built-in records")
+    p.add_argument("--no-builtin", action="store_true",
+                   help="do not load the built-in sglang catalog")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sglang-matcher",
+        description="Recognize known sglang failures in its logs and say how to fix them.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    scan = sub.add_parser("scan", help="post-mortem: report the failures in saved logs")
+    scan.add_argument("inputs", nargs="+", metavar="FILE", help="log files, or - for stdin")
+    scan.add_argument("--format", choices=("text", "json"), default="text",
+                      help="text for people (default), json: one event per line")
+    _catalog_args(scan)
+
+    explain = sub.add_parser("explain", help="show one catalog record and its remediation")
+    explain.add_argument("id", help="a pattern id (or slug)")
+    _catalog_args(explain)
+
+    catalog = sub.add_parser("catalog", help="check catalogs")
+    csub = catalog.add_subparsers(dest="catalog_command", required=True)
+    for name, help_text in (
+        ("lint", "validate catalog files: schema, patterns (exit 2 on any problem)"),
+        ("test", "every record's examples match it and its noMatch lines do not"),
+    ):
+        c = csub.add_parser(name, help=help_text)
+        c.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                       help="catalog files or directories (default: the built-in catalog)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "scan":
+            return cmd_scan(args.inputs, args.format, _load(args), sys.stdout)
+        if args.command == "explain":
+            return cmd_explain(args.id, _load(args), sys.stdout)
+        if args.command == "catalog" and args.catalog_command == "lint":
+            return cmd_lint(args.paths, sys.stdout)
+        if args.command == "catalog" and args.catalog_command == "test":
+            return cmd_test(args.paths, sys.stdout)
+    except UsageError as e:
+        print(f"sglang-matcher: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except CatalogError as e:
+        print(f"sglang-matcher: invalid catalog:\n{e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+    return EXIT_USAGE
+
+
+def _load(args: argparse.Namespace) -> Catalog:
+    catalog = load_catalog(builtin=not args.no_builtin, user_paths=args.catalog)
+    if catalog.issues:
+        raise CatalogError(list(catalog.issues))
+    if not catalog.records:
+        raise UsageError("the catalog is empty: give --catalog PATH or drop --no-builtin")
+    return catalog
+
+
+def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO) -> int:
+    engine = Engine(catalog.records)
+    pipeline = Pipeline(engine, catalog_version=catalog.version)
+    redactor = Redactor()
+    events = []
+    for name in inputs:
+        try:
+            stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+        except OSError as e:
+            raise UsageError(f"cannot read {name}: {e.strerror}") from e
+        source = "<stdin>" if name == "-" else name
+        offset = 0
+        with stream if name != "-" else _nullcontext(stream):
+            try:
+                while data := stream.read(READ_SIZE):
+                    offset += len(data)
+                    events.extend(pipeline.feed(Chunk(data, source, offset)))
+            except OSError as e:
+                raise UsageError(f"cannot read {name}: {e.strerror}") from e
+        events.extend(pipeline.end_of_source(source))
+    events.extend(pipeline.finish())
+    dicts = [event_dict(e, redactor) for e in sorted(events, key=_event_order(inputs))]
+    if fmt == "json":
+        for d in dicts:
+            out.write(json.dumps(d, ensure_ascii=False) + "\n")
+    else:
+        out.write(render(dicts, inputs=list(inputs), lines=pipeline.stats.lines))
+    return exit_code(dicts)
+
+
+def _event_order(inputs: Sequence[str]) -> Any:
+    order = {("<stdin>" if n == "-" else n): i for i, n in enumerate(inputs)}
+    return lambda e: (order.get(e.source, 0), e.offset)
+
+
+class _nullcontext:
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __enter__(self) -> Any:
+        return self.obj
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:
+    rec = catalog.by_id(record_id) or next(
+        (r for r in catalog.records if r.slug == record_id), None)
+    if rec is None:
+        raise UsageError(f"no catalog record with id or slug {record_id!r}")
+    lines = [
+        f"{rec.id}  {rec.slug}",
+        f"  layer: {rec.layer}   severity: {rec.severity}   class: {rec.error_class or '-'}"
+        + ("   role: consequence" if rec.role == "consequence" else ""),
+        f"  pattern: {rec.message_pattern}",
+    ]
+    if rec.file_path:
+        lines.append(f"  source: {rec.file_path}" + (f":{rec.line_number}" if rec.line_number else ""))
+    if rec.github_url:
+        lines.append(f"  url: {rec.github_url}")
+    if rec.documentation:
+        lines += ["", "What happened:", f"  {rec.documentation}"]
+    if rec.trigger_scenarios:
+        lines += ["", "When it happens:", f"  {rec.trigger_scenarios}"]
+    if rec.solutions:
+        lines += ["", "How to fix:"] + [f"  {n}. {s}" for n, s in enumerate(rec.solutions, 1)]
+    if rec.example_fix:
+        lines += ["", "Example fix:"] + ["  " + x for x in rec.example_fix.splitlines()]
+    if rec.prevention_tips:
+        lines += ["", "Prevention:"] + [f"  - {t}" for t in rec.prevention_tips]
+    if rec.examples_match:
+        lines += ["", "Seen in logs as:"] + [
+            "  " + x.strip().splitlines()[-1][:200] for x in rec.examples_match[:3]]
+    lines.append(f"\n  defined in {rec.origin} (record {rec.index})")
+    out.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _catalog_for(paths: Sequence[Path]) -> Catalog:
+    if paths:
+        return load_catalog(builtin=False, user_paths=paths)
+    return load_catalog()
+
+
+def cmd_lint(paths: Sequence[Path], out: TextIO) -> int:
+    catalog = _catalog_for(paths)
+    for issue in catalog.issues:
+        out.write(f"{issue}\n")
+    out.write(f"{len(catalog.records)} records in {len(catalog.files)} files, "
+              f"{len(catalog.issues)} problems\n")
+    return EXIT_USAGE if catalog.issues else EXIT_OK
+
+
+def cmd_test(paths: Sequence[Path], out: TextIO) -> int:
+    catalog = _catalog_for(paths)
+    if catalog.issues:
+        raise CatalogError(list(catalog.issues))
+    engine = Engine(load_catalog(user_paths=paths).records if paths else catalog.records)
+    failures = check_examples(engine, catalog.records)
+    for f in failures:
+        out.write(f"FAIL {f}\n")
+    n_examples = sum(len(r.examples_match) + len(r.examples_no_match) for r in catalog.records)
+    out.write(f"{len(catalog.records)} records, {n_examples} examples, {len(failures)} failures\n")
+    return EXIT_FOUND if failures else EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,159 @@
+"""The post-mortem for a person: what went wrong, how often, where, and how to fix it.
+
+Events of the same pattern are grouped into one entry (count, first and last time, ranks,
+distinct captured values). Root causes come first in order of first appearance, then unknown
+exceptions, then consequences — a consequence such as `Received sigquit from a child process`
+is never presented as the reason a server died.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+
+
+@dataclass(slots=True)
+class Entry:
+    first: dict[str, Any]
+    count: int = 0
+    occurrences: int = 0
+    first_ts: str | None = None
+    last_ts: str | None = None
+    ranks: set[str] = field(default_factory=set)
+    captures: list[dict[str, str]] = field(default_factory=list)
+    consequences: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+def group_events(events: Sequence[dict[str, Any]]) -> list[Entry]:
+    """Group emitted event dicts by pattern (or fingerprint), in order of first appearance."""
+    entries: dict[tuple[str, str], Entry] = {}
+    for e in events:
+        key = (e["event"], e.get("pattern_id") or e.get("fingerprint") or "")
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = Entry(first=e, first_ts=e.get("log_ts"))
+        entry.count += 1
+        entry.occurrences += e.get("occurrences", 1)
+        if e.get("log_ts"):
+            entry.last_ts = e["log_ts"]
+            entry.first_ts = entry.first_ts or e["log_ts"]
+        entry.ranks.update(e.get("ranks") or ())
+        if e.get("captures") and e["captures"] not in entry.captures:
+            entry.captures.append(e["captures"])
+        for c in e.get("consequences") or ():
+            if c not in entry.consequences:
+                entry.consequences.append(c)
+        where = f"{e['source']}:{e.get('line') or e.get('offset')}"
+        if len(entry.sources) < 3 and where not in entry.sources:
+            entry.sources.append(where)
+    return list(entries.values())
+
+
+def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: int) -> str:
+    entries = group_events(events)
+    causes = [x for x in entries if x.first["event"] == "sglang_error"
+              and x.first.get("role") != "consequence"]
+    unknown = [x for x in entries if x.first["event"] == "sglang_unknown_error"]
+    consequences = [x for x in entries if x.first.get("role") == "consequence"]
+    out: list[str] = []
+    n_err = sum(x.count for x in causes)
+    n_unknown = sum(x.count for x in unknown)
+    out.append(
+        f"sglang-matcher scan: {_plural(n_err, 'known error')}, "
+        f"{_plural(n_unknown, 'unknown exception')} in {', '.join(inputs)} "
+        f"({_plural(lines, 'line')})"
+    )
+    if not entries:
+        out.append("\nNo sglang errors found.")
+        return "\n".join(out) + "\n"
+    for i, entry in enumerate(causes, 1):
+        out.append("")
+        out.extend(_render_known(i, entry))
+    if unknown:
+        out.append("\nUnknown exceptions (no catalog record; counted as sglang_log_unknown_errors_total):")
+        for entry in unknown:
+            e = entry.first
+            out.append(f"  - {_one_line(e['message'])}")
+            out.append(f"    fingerprint {e['fingerprint']}  {_seen(entry)}")
+    if consequences:
+        out.append("\nConsequences (follow a failure; not a root cause):")
+        for entry in consequences:
+            out.append(f"  - {_one_line(entry.first['message'])}  {_seen(entry)}")
+    return "\n".join(out) + "\n"
+
+
+def _render_known(i: int, entry: Entry) -> list[str]:
+    e = entry.first
+    rem = e.get("remediation") or {}
+    sev = (e.get("severity") or "error").upper()
+    out = [f"[{i}] {sev}  {e.get('error_class') or '-'}  pattern {e['pattern_id']}"]
+    out.append(f"    {_one_line(e['message'], 300)}")
+    out.append(f"    {_seen(entry)}")
+    out.append(f"    at {', '.join(entry.sources)}")
+    for caps in entry.captures[:5]:
+        out.append("    captured: " + ", ".join(f"{k} = {v}" for k, v in caps.items()))
+    if rem.get("documentation"):
+        out.append("    What happened:")
+        out.extend(_wrap(rem["documentation"], 6))
+    if rem.get("solutions"):
+        out.append("    How to fix:")
+        for n, s in enumerate(rem["solutions"], 1):
+            out.extend(_wrap(f"{n}. {s}", 6, hang=3))
+    if rem.get("example_fix"):
+        out.append("    Example fix:")
+        out.extend("      " + line for line in rem["example_fix"].splitlines())
+    if rem.get("url"):
+        out.append(f"    Source: {rem['url']}")
+    if entry.consequences:
+        out.append("    Followed by (consequences): " + "; ".join(
+            _one_line(c, 100) for c in entry.consequences))
+    return out
+
+
+def _seen(entry: Entry) -> str:
+    parts = [f"seen {entry.count}×"]
+    if entry.occurrences != entry.count:
+        parts.append(f"({entry.occurrences} rank reports)")
+    if entry.first_ts:
+        parts.append(f"first {entry.first_ts}")
+        if entry.last_ts and entry.last_ts != entry.first_ts:
+            parts.append(f"last {entry.last_ts}")
+    if entry.ranks:
+        parts.append("ranks " + ", ".join(sorted(entry.ranks, key=_natural)))
+    return "  ".join(parts)
+
+
+def _natural(s: str) -> list[object]:
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _wrap(text: str, indent: int, *, hang: int = 0) -> list[str]:
+    return textwrap.wrap(
+        text, width=100, initial_indent=" " * indent, subsequent_indent=" " * (indent + hang)
+    ) or [" " * indent]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def exit_code(events: Sequence[dict[str, Any]]) -> int:
+    """1 when a failure was found (error or critical, known or unknown), else 0."""
+    for e in events:
+        if e.get("role") == "consequence":
+            continue
+        if e["event"] == "sglang_unknown_error" or SEVERITY_RANK.get(e.get("severity", ""), 1) <= 1:
+            return 1
+    return 0

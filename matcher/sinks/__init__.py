@@ -1,0 +1,1 @@
+"""Where events go: JSON lines (`events`), Prometheus counters (`metrics`), a webhook."""

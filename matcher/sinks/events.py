@@ -1,0 +1,67 @@
+"""Events as JSON lines, through structlog, with every string redacted on the way out.
+
+The field names are the contract with the operator's log pipeline (ARCHITECTURE.md, "What it
+emits"); `scan --format json` and the daemon print the same dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+import structlog
+
+from matcher.redact import Redactor
+from matcher.types import Event
+
+
+def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
+    """The emitted form of an event; redaction happens here, so no caller can forget it."""
+    d: dict[str, Any] = {
+        "event": event.event,
+        "pattern_id": event.pattern_id,
+        "error_class": event.error_class,
+        "severity": event.severity,
+        "role": event.role,
+        "message": event.message,
+        "captures": event.captures,
+        "source": event.source,
+        "offset": event.offset,
+        "line": event.lineno or None,
+        "ranks": list(event.ranks),
+        "log_ts": event.log_ts,
+        "observed_ts": event.observed_ts,
+        "occurrences": event.occurrences,
+        "traceback": event.traceback,
+        "catalog_version": event.catalog_version,
+        "labels": event.labels,
+    }
+    if event.consequences:
+        d["consequences"] = list(event.consequences)
+    if event.remediation is not None:
+        d["remediation"] = event.remediation
+    if event.fingerprint is not None:
+        d["fingerprint"] = event.fingerprint
+    redacted: dict[str, Any] = redactor.value(d)
+    return redacted
+
+
+class JsonEventSink:
+    """Writes one JSON object per line to a stream via a structlog logger of its own."""
+
+    def __init__(self, stream: TextIO, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._log = structlog.wrap_logger(
+            structlog.PrintLogger(stream),
+            processors=[structlog.processors.JSONRenderer(serializer=_dumps)],
+        )
+
+    def accept(self, events: list[Event]) -> None:
+        for e in events:
+            d = event_dict(e, self._redactor)
+            name = d.pop("event")
+            self._log.msg(name, **d)
+
+
+def _dumps(obj: Any, **kw: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
