@@ -3,7 +3,8 @@
 A line is complete at its newline; the bytes after the last newline wait for the next chunk, so
 how a source happens to be read never changes the lines it yields (a property test holds us to
 that). Lines longer than `max_line_bytes` keep their first `max_line_bytes` and are marked
-`truncated`; the rest of such a line is dropped, never buffered — memory stays bounded. Invalid
+`truncated`; the rest of such a line is dropped, never buffered — memory stays bounded — and
+the line is emitted at its newline, so its `end_offset` is where the next line starts. Invalid
 UTF-8 is decoded with U+FFFD replacement characters and NUL bytes are kept as they are: the
 text is damaged where the input was, and nothing after it is lost.
 """
@@ -36,7 +37,8 @@ class LineSplitter:
         self.max_line_bytes = max_line_bytes
         self._pending = bytearray()
         self._pending_offset = 0
-        self._dropping = False  # inside an over-long line whose head was already emitted
+        self._line_len = 0  # bytes of the line being read, kept or not
+        self._overflow = False  # the line being read is longer than the cap: rest dropped
         self._lineno = 0
 
     @property
@@ -46,54 +48,44 @@ class LineSplitter:
     def feed(self, chunk: Chunk) -> list[Line]:
         data = chunk.data
         start = chunk.end_offset - len(data)
-        if not self._pending and not self._dropping:
+        if not self._pending and not self._overflow:
             self._pending_offset = start
         lines: list[Line] = []
         pos = 0
-        n = len(data)
-        while pos < n:
+        while True:
             nl = data.find(b"\n", pos)
             if nl < 0:
-                self._take_partial(data[pos:], start + pos, lines)
-                break
+                self._take(data[pos:])
+                return lines
+            self._take(data[pos:nl])
             end = start + nl + 1
-            if self._dropping:
-                self._dropping = False
-            else:
-                self._take_partial(data[pos:nl], start + pos, lines)
-                if not self._dropping:
-                    lines.append(self._line(bytes(self._pending), self._pending_offset, end))
-                self._dropping = False
+            lines.append(self._line(bytes(self._pending), self._pending_offset, end,
+                                    truncated=self._overflow))
             self._pending.clear()
+            self._overflow = False
+            self._line_len = 0
             self._pending_offset = end
             pos = nl + 1
-        return lines
 
-    def _take_partial(self, piece: bytes, piece_offset: int, out: list[Line]) -> None:
-        if self._dropping:
-            return
-        if not self._pending:
-            self._pending_offset = piece_offset
+    def _take(self, piece: bytes) -> None:
+        """Keep at most `max_line_bytes` of the line being read; count the rest as dropped."""
+        self._line_len += len(piece)
         room = self.max_line_bytes - len(self._pending)
-        if len(piece) <= room:
-            self._pending += piece
-            return
-        self._pending += piece[:room]
-        out.append(
-            self._line(bytes(self._pending), self._pending_offset, piece_offset + len(piece),
-                       truncated=True)
-        )
-        self._pending.clear()
-        self._dropping = True
+        if len(piece) > room:
+            self._overflow = True
+            piece = piece[:max(room, 0)]
+        self._pending += piece
 
     def finish(self, end_offset: int | None = None) -> list[Line]:
         """Flush a last line that has no newline (end of input, or idle for long enough)."""
-        if self._dropping or not self._pending:
-            self._dropping = False
+        if not self._pending and not self._overflow:
             return []
-        end = end_offset if end_offset is not None else self._pending_offset + len(self._pending)
-        line = self._line(bytes(self._pending), self._pending_offset, end)
+        end = end_offset if end_offset is not None else self._pending_offset + self._line_len
+        line = self._line(bytes(self._pending), self._pending_offset, end,
+                          truncated=self._overflow)
         self._pending.clear()
+        self._overflow = False
+        self._line_len = 0
         self._pending_offset = end
         return [line]
 

@@ -35,7 +35,7 @@ _CHAIN = (
 # `pkg.module.ClassName: message` or a bare `ClassName` as Python prints the escaped exception.
 _EXCEPTION_LINE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?::(?: (?P<msg>.*))?)?$", re.DOTALL)
 _CLASS_LIKE = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|Fault)$"
+    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)$"
 )
 # Inside an exception group, traceback lines are drawn behind `|` bars, between separators
 # such as `+-+---------------- 1 ----------------`.
@@ -167,8 +167,9 @@ class Framer:
             self._current = key
             self._start_or_plain(line, text, p, key, now, out)
             return out
-        tb = self._open.get(self._current)
+        tb = self._open.get(self._current) or self._unfinished()
         if tb is not None and self._continue(tb, line, text, now):
+            self._current = tb.key
             return out
         if tb is not None:
             self._close(tb.key, out)
@@ -191,6 +192,11 @@ class Framer:
         return out
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _unfinished(self) -> _Open | None:
+        """The latest traceback still in its frames: where a stray unprefixed line belongs."""
+        waiting = [tb for tb in self._open.values() if tb.state != "exception"]
+        return max(waiting, key=lambda tb: tb.offset) if waiting else None
 
     def _close(self, key: str, out: list[Record]) -> None:
         tb = self._open.pop(key, None)
@@ -223,6 +229,8 @@ class Framer:
             self._open[key] = tb
             self._current = key
             return
+        if not stripped:
+            return  # a blank line means nothing on its own
         exc = parse_exception_line(msg)
         out.append(
             Record(
@@ -299,6 +307,7 @@ class Framer:
             return
         if parse_exception_line(stripped) is not None or not tb.exceptions:
             self._add_exception(tb, stripped)
+            tb.state = "exception"
         else:
             last = tb.exceptions[-1]
             joined = (last.message + "\n" + stripped)[: self.max_message_chars]

@@ -34,7 +34,7 @@ def frame_text(text: str, source: str = "example") -> list[Record]:
     framer = Framer()
     records: list[Record] = []
     offset = 0
-    for raw in text.split("\n"):
+    for raw in text.splitlines():
         end = offset + len(raw.encode()) + 1
         records.extend(framer.feed(Line(raw, source, offset, end)))
         offset = end

@@ -1,0 +1,171 @@
+"""Framing: sglang's prefix, ANSI codes and Python tracebacks become the right records."""
+
+from __future__ import annotations
+
+from matcher.framing import Framer, split_prefix, strip_ansi
+from matcher.catalog.check import frame_text
+from matcher.types import ExceptionLine, Line
+
+
+def test_prefix_gives_timestamp_ranks_and_message():
+    """Rank tags of every parallelism kind are parsed; milliseconds are kept."""
+    p = split_prefix("[2026-01-01 12:00:00.123 DP1 TP1 EP1] Load weight end.")
+    assert (p.log_ts, p.ranks, p.message, p.has_prefix) == (
+        "2026-01-01 12:00:00.123", ("DP1", "TP1", "EP1"), "Load weight end.", True)
+    p = split_prefix("[2026-01-01 12:00:00 DP0 PP0] x")
+    assert p.ranks == ("DP0", "PP0")
+    p = split_prefix("[2026-01-01 12:00:00] server_args=ServerArgs()")
+    assert (p.ranks, p.message) == ((), "server_args=ServerArgs()")
+    p = split_prefix("INFO:     Started server process [1234]")
+    assert (p.has_prefix, p.message) == (False, "INFO:     Started server process [1234]")
+
+
+def test_ansi_codes_are_stripped_real_and_literal():
+    """Colour codes written as bytes and written out as `\\u001b[..m` text both disappear."""
+    assert strip_ansi("\x1b[32mINFO\x1b[0m:  ok") == "INFO:  ok"
+    assert strip_ansi("\\u001b[31mERROR\\u001b[0m x") == "ERROR x"
+    records = frame_text("\x1b[33m[2026-01-01 12:00:00 TP0] Decode batch.\x1b[0m")
+    assert [(r.ranks, r.header) for r in records] == [(("TP0",), "Decode batch.")]
+
+
+def test_bare_traceback_is_one_record_with_caret_lines():
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/runpy.py", line 198, in _run_module_as_main\n'
+        "    return _run_code(code, main_globals, None,\n"
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "ValueError: bad flag\n"
+    )
+    records = frame_text(text)
+    assert len(records) == 1
+    r = records[0]
+    assert (r.kind, r.header, r.exceptions, r.lines[0], len(r.lines)) == (
+        "traceback", "", (ExceptionLine("ValueError", "bad flag"),),
+        "Traceback (most recent call last):", 5)
+
+
+def test_header_traceback_chained_and_multiline_message():
+    """`Scheduler hit an exception:` heads the record; causes and the final exception are kept."""
+    text = (
+        "[2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/model_runner.py", line 10, in capture\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/scheduler.py", line 3, in run_scheduler_process\n'
+        "Exception: Capture cuda graph failed: CUDA out of memory.\n"
+        "Possible solutions:\n"
+        "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+        "[2026-01-01 12:00:01] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    tb, sigquit = frame_text(text)
+    assert tb.header == "Scheduler hit an exception:"
+    assert tb.ranks == ("TP0",) and tb.log_ts == "2026-01-01 12:00:00"
+    assert tb.exceptions == (
+        ExceptionLine("torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 20.00 MiB."),
+        ExceptionLine("Exception", "Capture cuda graph failed: CUDA out of memory.\n"
+                      "Possible solutions:\n"
+                      "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)"),
+    )
+    assert (sigquit.kind, sigquit.ranks) == ("line", ())
+    assert sigquit.header.startswith("Received sigquit")
+
+
+def test_exception_group_records_group_and_members():
+    text = (
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/x/a.py", line 1, in <module>\n'
+        "  | ExceptionGroup: startup failed (2 sub-exceptions)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | Traceback (most recent call last):\n"
+        '    |   File "/x/b.py", line 2, in f\n'
+        "    | ValueError: bad a\n"
+        "    +---------------- 2 ----------------\n"
+        "    | TypeError: bad b\n"
+        "    +------------------------------------\n"
+        "[2026-01-01 12:00:00] next\n"
+    )
+    group, nxt = frame_text(text)
+    assert [e.error_class for e in group.exceptions] == ["ExceptionGroup", "ValueError", "TypeError"]
+    assert nxt.header == "next"
+
+
+def _eight_rank_log() -> str:
+    """Scheduler crashes on TP0–TP7 as sglang writes them: one block per rank, interleaved."""
+    blocks = []
+    for rank in (3, 0, 7, 1, 5, 2, 6, 4):
+        blocks.append(
+            f"[2026-03-01 10:00:0{rank % 3} TP{rank}] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2981, in run_scheduler_process\n'
+            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)\n"
+            "                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+            f"RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system error, rank {rank}\n"
+        )
+        if rank == 7:
+            blocks.append("[2026-03-01 10:00:01 TP7] Decode batch. #running-req: 0\n")
+    blocks.append("[2026-03-01 10:00:03] Received sigquit from a child process. It usually means the child failed.\n")
+    return "".join(blocks)
+
+
+def test_eight_interleaved_rank_tracebacks_give_one_record_per_rank():
+    records = frame_text(_eight_rank_log())
+    tracebacks = [r for r in records if r.kind == "traceback"]
+    assert sorted(r.ranks for r in tracebacks) == [(f"TP{i}",) for i in range(8)]
+    for r in tracebacks:
+        rank = r.ranks[0][2:]
+        assert r.exceptions[-1].message.endswith(f"rank {rank}")
+        assert len(r.lines) == 5
+    assert records[-1].header.startswith("Received sigquit")
+
+
+def test_line_level_interleaving_keeps_frames_with_their_rank():
+    """A prefixed line of another rank in the middle of a traceback's frames does not cut it."""
+    text = (
+        "[2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/a.py", line 1, in f\n'
+        "[2026-01-01 12:00:00 TP1] Prefill batch. #new-seq: 1\n"
+    )
+    framer = Framer()
+    out = []
+    for i, raw in enumerate(text.splitlines()):
+        out += framer.feed(Line(raw, "s", i, i + 1))
+    assert [r.kind for r in out] == ["line"]  # TP0's traceback still open
+    assert framer.open_tracebacks == 1
+    out += framer.feed(Line("ValueError: late", "s", 9, 10))
+    out += framer.finish()
+    assert [(r.kind, r.ranks) for r in out] == [("line", ("TP1",)), ("traceback", ("TP0",))]
+
+
+def test_cut_off_traceback_still_yields_a_record_at_end_of_input():
+    records = frame_text("Traceback (most recent call last):\n  File \"/x\", line 1, in f")
+    assert [(r.kind, r.exceptions) for r in records] == [("traceback", ())]
+
+
+def test_long_traceback_is_capped_but_keeps_its_exception():
+    framer = Framer(max_traceback_lines=10)
+    lines = ["Traceback (most recent call last):"] + ['  File "/x", line 1, in f'] * 1000 + [
+        "RecursionError: maximum recursion depth exceeded"]
+    out = []
+    for i, raw in enumerate(lines):
+        out += framer.feed(Line(raw, "s", i, i + 1))
+    out += framer.finish()
+    (r,) = out
+    assert (len(r.lines), r.truncated, r.exceptions[-1].error_class) == (10, True, "RecursionError")
+
+
+def test_idle_traceback_is_flushed_by_tick():
+    framer = Framer(flush_after=5.0)
+    assert framer.feed(Line("Traceback (most recent call last):", "s", 0, 1), now=100.0) == []
+    assert framer.feed(Line("KeyError: 'x'", "s", 1, 2), now=100.5) == []
+    assert framer.tick(104.0) == []
+    (r,) = framer.tick(106.0)
+    assert r.exceptions == (ExceptionLine("KeyError", "'x'"),)
+
+
+def test_lone_exception_line_is_parsed_as_one():
+    (r,) = frame_text("[2026-01-01 12:00:00 TP2] torch.distributed.DistBackendError: NCCL error")
+    assert (r.kind, r.exceptions) == ("line", (ExceptionLine("torch.distributed.DistBackendError", "NCCL error"),))
+    (r,) = frame_text("INFO:     127.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK")
+    assert r.exceptions == ()
