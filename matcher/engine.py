@@ -63,7 +63,8 @@ class EngineStats:
 
 def targets_of(record: Record) -> list[Target]:
     out = [Target(e.error_class, e.message, False) for e in reversed(record.exceptions)]
-    if record.header:
+    # A lone `Class: message` line is its exception; a traceback's header is a target of its own.
+    if record.header and not (record.kind == "line" and record.exceptions):
         out.append(Target("", record.header, True))
     return out
 

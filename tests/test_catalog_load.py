@@ -1,0 +1,167 @@
+"""Catalog files in every form load unchanged; every kind of mistake names file, record and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matcher.catalog import load_catalog, merge_layers
+from matcher.catalog.load import load_paths
+
+SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "000_972a8038c9daed36.txt"
+if not SEED.exists():  # CI clones beside a copy of shared/
+    SEED = Path(__file__).resolve().parents[1] / "patterns" / "sglang" / "curated" / "000_seed_int8_mamba_radix_cache.json"
+
+
+def seed_envelope() -> dict:
+    return json.loads(SEED.read_text())
+
+
+def bare(**over) -> dict:
+    rec = {"id": "r1", "messagePattern": "Not enough memory\\. Please try", "errorClass": "RuntimeError"}
+    rec.update(over)
+    return rec
+
+
+def test_seed_file_loads_unchanged_from_its_own_txt_file():
+    """The seed's envelope, read as is: same id, pattern, remediation; unknown fields kept."""
+    (rec,) = load_paths([SEED], "user").records
+    raw = seed_envelope()["record"]
+    assert (rec.id, rec.message_pattern, rec.error_class, rec.solutions) == (
+        raw["id"], raw["messagePattern"], raw["errorClass"], tuple(raw["solutions"]))
+    assert rec.raw == raw  # backgroundTag, sourceCode, analyzedAt … all still there
+
+
+@pytest.mark.parametrize("form", ["bare.json", "envelope.json", "list.json", "many.jsonl", "doc.yaml"])
+def test_every_file_form_loads(tmp_path, form):
+    raw = seed_envelope()["record"]
+    env = seed_envelope()
+    other = dict(raw, id="other", messagePattern="Received sigquit from a child process")
+    path = tmp_path / form
+    if form == "bare.json":
+        path.write_text(json.dumps(raw))
+        want = [raw["id"]]
+    elif form == "envelope.json":
+        path.write_text(json.dumps(env))
+        want = [raw["id"]]
+    elif form == "list.json":
+        path.write_text(json.dumps([env, other]))
+        want = [raw["id"], "other"]
+    elif form == "many.jsonl":
+        path.write_text(json.dumps(env) + "\n\n" + json.dumps(other) + "\n")
+        want = [raw["id"], "other"]
+    else:
+        import yaml
+        path.write_text(yaml.safe_dump([raw, other]))
+        want = [raw["id"], "other"]
+    result = load_paths([path], "user")
+    assert result.issues == ()
+    assert [r.id for r in result.records] == want
+
+
+def test_directory_is_read_recursively_in_order(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.json").write_text(json.dumps(bare(id="b1")))
+    (tmp_path / "a.jsonl").write_text(json.dumps(bare(id="a1")) + "\n")
+    (tmp_path / "notes.md").write_text("not a catalog")
+    assert [r.id for r in load_paths([tmp_path], "user").records] == ["a1", "b1"]
+
+
+MALFORMED = [
+    ("bad JSON", '{"id": "x", ', None, None, "not valid JSON at line 1"),
+    ("no pattern and no message", [bare(messagePattern=None)], 0, "messagePattern",
+     "required: a messagePattern, or an errorMessage"),
+    ("invalid regex", [bare(), bare(id="r2", messagePattern="Scheduler hit (an exception")], 1,
+     "messagePattern", "invalid regex"),
+    ("empty-matching regex", [bare(messagePattern="(?:Not enough memory)?")], 0, "messagePattern",
+     "matches the empty string"),
+    ("too little literal text", [bare(messagePattern="Er.*r")], 0, "messagePattern",
+     "too little literal text"),
+    ("solutions not a list", [bare(solutions="use less memory")], 0, "solutions",
+     "expected a list of strings"),
+    ("lineNumber a string", [bare(lineNumber="91")], 0, "lineNumber", "expected an integer"),
+    ("errorClass a number", [bare(errorClass=3)], 0, "errorClass", "expected a string or null"),
+    ("severity unknown", [bare(severity="fatal")], 0, "severity", "is not one of"),
+    ("examples not lists", [bare(examples={"match": "one line"})], 0, "examples.match",
+     "expected a list of strings"),
+    ("id missing", [{"messagePattern": "Not enough memory"}], 0, "id", "required"),
+    ("record not an object", ["just a string"], 0, None, "expected an object"),
+]
+
+
+@pytest.mark.parametrize("name,content,index,field,problem", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_catalog_names_file_record_and_field(tmp_path, name, content, index, field, problem):
+    path = tmp_path / "bad.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    result = load_paths([path], "user")
+    assert len(result.issues) == 1, result.issues
+    issue = result.issues[0]
+    assert (issue.file, issue.index, issue.field) == (str(path), index, field)
+    assert problem in issue.problem
+    text = str(issue)
+    assert text.startswith(str(path))
+    if index is not None:
+        assert f"record {index}" in text
+    if field is not None:
+        assert f"field '{field}'" in text
+
+
+def test_one_bad_record_does_not_cost_the_others(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([json.dumps(bare(id="a")), "{oops", json.dumps(bare(id="c"))]))
+    result = load_paths([path], "user")
+    assert [r.id for r in result.records] == ["a", "c"]
+    assert [(i.index, i.problem.split(":")[0]) for i in result.issues] == [(1, "line 2")]
+
+
+def test_error_message_alone_gives_a_pattern():
+    """A record with only an `errorMessage` template is matched through the template."""
+    (rec,) = load_paths_from([bare(messagePattern=None, errorMessage="Invalid value {v!r} for --tp-size.")])
+    assert rec.message_pattern == r"Invalid value (.+?) for --tp-size\."
+
+
+def load_paths_from(records, tmp=None):
+    import tempfile
+    d = Path(tempfile.mkdtemp())
+    (d / "c.json").write_text(json.dumps(records))
+    result = load_paths([d / "c.json"], "user")
+    assert result.issues == ()
+    return result.records
+
+
+def test_text_fields_are_never_executed(tmp_path):
+    """validationCode / typeGuard / tryCatchPattern stay text, even when they are code."""
+    marker = tmp_path / "pwned"
+    code = f"open({str(marker)!r}, 'w').write('x')"
+    (rec,) = load_paths_from([bare(validationCode=code, typeGuard=code, tryCatchPattern=code)])
+    from matcher.engine import Engine
+    from matcher.catalog.check import frame_text
+    Engine([rec]).match(frame_text("RuntimeError: Not enough memory. Please try")[0])
+    assert not marker.exists()
+    assert rec.raw["validationCode"] == code
+
+
+def test_later_layer_overrides_by_id_and_by_template():
+    gen = load_paths_from([
+        bare(id="g1", errorMessage="Not enough memory. Please try to increase --mem-fraction-static."),
+        bare(id="same", messagePattern="generated version of it"),
+    ])
+    cur = load_paths_from([
+        bare(id="c1", errorMessage="Not enough memory. Please try to increase --mem-fraction-static."),
+        bare(id="same", messagePattern="curated version of it"),
+    ])
+    gen = [type(r)(**{**{f: getattr(r, f) for f in r.__slots__}, "layer": "generated"}) for r in gen]
+    cur = [type(r)(**{**{f: getattr(r, f) for f in r.__slots__}, "layer": "curated"}) for r in cur]
+    merged = merge_layers(gen + cur)
+    assert sorted((r.id, r.layer, r.message_pattern) for r in merged) == [
+        ("c1", "curated", r"Not enough memory\. Please try"),
+        ("same", "curated", "curated version of it"),
+    ]
+
+
+def test_builtin_catalog_loads_clean():
+    catalog = load_catalog()
+    assert catalog.issues == ()
+    assert catalog.by_id("4e2cdd4d6209ebbd") is not None

@@ -1,0 +1,103 @@
+"""The engine: the right record wins, deterministically, with captures; bad patterns cannot stall it."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from matcher.catalog.check import frame_text
+from matcher.catalog.load import validate_record
+from matcher.engine import Engine
+
+
+def rec(rid, pattern, layer="curated", **extra):
+    raw = {"id": rid, "messagePattern": pattern, **extra}
+    r = validate_record(raw, "t.json", 0, layer)
+    assert not isinstance(r, list), r
+    return r
+
+
+def one(text):
+    (r,) = frame_text(text)
+    return r
+
+
+@pytest.fixture(params=[True, False], ids=["hyperscan", "literal-prefilter"])
+def use_hs(request):
+    return request.param
+
+
+def test_most_literal_text_wins_then_curated_then_id(use_hs):
+    general = rec("b-general", r"CUDA out of memory\. Tried to allocate")
+    specific = rec("a-specific", r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [GM]iB)")
+    line = one("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    for order in ([general, specific], [specific, general]):
+        m = Engine(order, use_hyperscan=use_hs).match(line)
+        assert (m.pattern.id, m.captures) == ("a-specific", {"size": "2.00 GiB"})
+    gen = dataclasses.replace(specific, id="0-generated", layer="generated")
+    assert Engine([gen, specific], use_hyperscan=use_hs).match(line).pattern.id == "a-specific"
+    twin = dataclasses.replace(specific, id="0-twin")
+    assert Engine([specific, twin], use_hyperscan=use_hs).match(line).pattern.id == "0-twin"
+
+
+def test_error_class_must_agree_when_both_name_one(use_hs):
+    p = rec("oom", r"CUDA out of memory\. Tried", errorClass="OutOfMemoryError")
+    e = Engine([p], use_hyperscan=use_hs)
+    assert e.match(one("torch.OutOfMemoryError: CUDA out of memory. Tried 1")).pattern.id == "oom"
+    assert e.match(one("RuntimeError: CUDA out of memory. Tried 1")) is None
+    # a plain log line has no class: the message alone decides
+    assert e.match(one("[2026-01-01 12:00:00 TP0] warn: CUDA out of memory. Tried 1")) is not None
+
+
+def test_named_and_positional_groups_become_captures(use_hs):
+    p = rec("seed", r"--radix-cache-backend=(.+?) is not int8-aware\. (?P<advice>Omit [-a-z]+)")
+    m = Engine([p], use_hyperscan=use_hs).match(one(
+        "ValueError: x; --radix-cache-backend='lru' is not int8-aware. Omit --radix-cache-backend."))
+    assert m.captures == {"arg1": "'lru'", "advice": "Omit --radix-cache-backend"}
+
+
+def test_chained_cause_matches_and_exception_line_beats_header(use_hs):
+    header = rec("sched", r"Scheduler hit an exception")
+    cause = rec("keyerr", r"model\.layers\.\d+", errorClass="KeyError")
+    tb = one(
+        "[2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        "KeyError: 'model.layers.0.mlp'\n\nDuring handling of the above exception, another "
+        "exception occurred:\n\nTraceback (most recent call last):\nRuntimeError: load failed")
+    e = Engine([header, cause], use_hyperscan=use_hs)
+    m = e.match(tb)
+    assert (m.pattern.id, m.on_header, m.error_class) == ("keyerr", False, "KeyError")
+    assert [x.pattern.id for x in e.match_all(tb)] == ["keyerr", "sched"]
+    plain = one("[2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                "RuntimeError: something nobody catalogued")
+    assert Engine([header, cause], use_hyperscan=use_hs).match(plain).pattern.id == "sched"
+
+
+def test_pathological_pattern_times_out_and_is_quarantined():
+    """`(a+)+$`-style backtracking is cut by the timeout; after 3 timeouts it is not tried again."""
+    evil = rec("evil", r"Capture failed: (?:x+x+)+y")
+    good = rec("good", r"Capture failed: xxxxxxxx")
+    e = Engine([evil, good], timeout=0.05, quarantine_after=3)
+    line = one("Capture failed: " + "x" * 5000 + "!")
+    started = time.monotonic()
+    for _ in range(5):
+        assert e.match(line).pattern.id == "good"
+    assert e.stats.timeouts == 3
+    assert e.stats.quarantined == {"evil"}
+    assert time.monotonic() - started < 5  # bounded: 3 timeouts of 0.05 s, not minutes
+
+
+def test_hyperscan_and_literal_prefilters_agree_on_the_builtin_catalog():
+    from matcher.catalog import load_catalog
+    from matcher.catalog.check import frame_text as ft
+    catalog = load_catalog()
+    hs, lit = Engine(catalog.records), Engine(catalog.records, use_hyperscan=False)
+    assert hs.prefilter == "hyperscan" and lit.prefilter == "literal"
+    examples = [x for r in catalog.records for x in (*r.examples_match, *r.examples_no_match)]
+    examples.append("ValueError: --enable-int8-mamba-checkpoint only supports the built-in mamba "
+                    "radix cache; --radix-cache-backend='lru' is not int8-aware. Omit --radix-cache-backend.")
+    for text in examples:
+        for r in ft(text):
+            a, b = hs.match(r), lit.match(r)
+            assert (a and (a.pattern.id, a.captures)) == (b and (b.pattern.id, b.captures)), text
