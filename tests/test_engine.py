@@ -78,7 +78,7 @@ def test_pathological_pattern_times_out_and_is_quarantined():
     """`(a+)+$`-style backtracking is cut by the timeout; after 3 timeouts it is not tried again."""
     evil = rec("evil", r"Capture failed: (?:x+x+)+y")
     good = rec("good", r"Capture failed: xxxxxxxx")
-    e = Engine([evil, good], timeout=0.05, quarantine_after=3)
+    e = Engine([evil, good], timeout=0.05, quarantine_after=3, use_hyperscan=False)
     line = one("Capture failed: " + "x" * 5000 + "!")
     started = time.monotonic()
     for _ in range(5):
@@ -86,6 +86,15 @@ def test_pathological_pattern_times_out_and_is_quarantined():
     assert e.stats.timeouts == 3
     assert e.stats.quarantined == {"evil"}
     assert time.monotonic() - started < 5  # bounded: 3 timeouts of 0.05 s, not minutes
+
+
+def test_hyperscan_prefilter_never_runs_a_pattern_that_cannot_match():
+    """Hyperscan's automaton rejects the line before backtracking `regex` would see it."""
+    evil = rec("evil", r"Capture failed: (?:x+x+)+y")
+    e = Engine([evil], timeout=0.05)
+    assert e.prefilter == "hyperscan"
+    assert e.match(one("Capture failed: " + "x" * 5000 + "!")) is None
+    assert e.stats.timeouts == 0
 
 
 def test_hyperscan_and_literal_prefilters_agree_on_the_builtin_catalog():
