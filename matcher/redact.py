@@ -15,20 +15,22 @@ import regex
 
 MASK = "***"
 
-_SECRET_KEY = r"(?:[A-Za-z_]*(?:api_key|apikey|token(?!izer)|secret|password|passwd|credential)[A-Za-z_]*)"
+_SECRET_KEY = r"(?:[A-Za-z_]*(?:api_key|apikey|token(?!izer|s)|secret|password|passwd|credential)[A-Za-z_]*)"
 
 DEFAULT_PATTERNS: tuple[str, ...] = (
     # 'api_key': 'x' / "hf_token": "x"   (Python dict repr, JSON)
     rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*:\s*)(?P<q>['"])(?P<secret>(?:(?!(?P=q)).)+)(?P=q)""",
     # api_key='x'   (dataclass repr: ServerArgs(api_key='x', ...))
     rf"""(?i)(?P<keep>\b{_SECRET_KEY}=)(?P<q>['"])(?P<secret>(?:(?!(?P=q)).)+)(?P=q)""",
+    # HF_TOKEN=x / api_key=x  (environment, key=value logs)
+    rf"""(?i)(?P<keep>\b{_SECRET_KEY}=)(?P<secret>[^\s'",)}}]+)""",
     # --api-key x / --api-key=x / --hf-token x
     r"""(?i)(?P<keep>--[a-z-]*(?:api-key|token|secret|password)[a-z-]*(?:=|\s+))(?P<secret>[^\s'"]+)""",
     # Authorization: Bearer x / Authorization: Basic x / bearer tokens anywhere
     r"""(?i)(?P<keep>\bauthorization['"]?\s*[:=]\s*['"]?(?:bearer\s+|basic\s+|token\s+)?)(?P<secret>[^\s'",}]+)""",
     r"""(?i)(?P<keep>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",
     # Hugging Face and OpenAI-style keys
-    r"""(?P<secret>\bhf_[A-Za-z0-9]{16,})""",
+    r"""(?P<secret>\bhf_[A-Za-z0-9]{20,})""",
     r"""(?P<secret>\bsk-[A-Za-z0-9_-]{8,})""",
     # scheme://user:password@host
     r"""(?P<keep>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)(?P<secret>[^\s@/]+)(?=@)""",

@@ -1,0 +1,79 @@
+"""Aggregation: one event per real failure across ranks; consequences follow their cause."""
+
+from __future__ import annotations
+
+from matcher.aggregate import Aggregator, fingerprint, mask_message
+from matcher.catalog.check import frame_text
+from matcher.engine import Engine
+
+from test_framing import _eight_rank_log
+
+NCCL = {
+    "id": "nccl-test",
+    "messagePattern": r"NCCL error in: (?P<where>\S+), unhandled system error",
+    "errorClass": "RuntimeError",
+    "severity": "critical",
+}
+SIGQUIT = {
+    "id": "sigquit-test",
+    "messagePattern": r"Received sigquit from a child process",
+    "role": "consequence",
+}
+
+
+def engine_with(*raws):
+    from matcher.catalog.load import validate_record
+    return Engine([validate_record(r, "t.json", i, "curated") for i, r in enumerate(raws)])
+
+
+def run(text, engine, window=5.0):
+    agg = Aggregator(window=window)
+    events = []
+    for r in frame_text(text):
+        events += agg.add(r, engine.match(r))
+    return events + agg.finish()
+
+
+def test_eight_ranks_one_event_and_sigquit_attached_to_it():
+    """TP0–TP7 printing the same NCCL error: one event listing every rank; sigquit is its consequence."""
+    events = run(_eight_rank_log(), engine_with(NCCL, SIGQUIT))
+    assert len(events) == 1
+    (e,) = events
+    assert (e.event, e.pattern_id, e.occurrences, e.severity) == ("sglang_error", "nccl-test", 8, "critical")
+    assert e.ranks == tuple(f"TP{i}" for i in range(8))
+    assert e.consequences == ("Received sigquit from a child process. It usually means the child failed.",)
+
+
+def test_same_rank_twice_is_two_occurrences():
+    line = "[2026-01-01 12:00:0{s} TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+    events = run(line.format(s=0) + line.format(s=1), engine_with(NCCL))
+    assert [(e.ranks, e.occurrences) for e in events] == [(("TP0",), 1), (("TP0",), 1)]
+
+
+def test_outside_the_window_is_a_new_event():
+    a = "[2026-01-01 12:00:00 TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+    b = "[2026-01-01 12:00:09 TP1] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+    assert [e.ranks for e in run(a + b, engine_with(NCCL))] == [("TP0",), ("TP1",)]
+    assert [e.ranks for e in run(a + b, engine_with(NCCL), window=10)] == [("TP0", "TP1")]
+
+
+def test_consequence_without_a_cause_stands_alone_as_a_consequence():
+    (e,) = run("[2026-01-01 12:00:00] Received sigquit from a child process. It usually means the child failed.\n",
+               engine_with(SIGQUIT))
+    assert (e.pattern_id, e.role) == ("sigquit-test", "consequence")
+
+
+def test_unknown_exception_gets_a_stable_fingerprint():
+    a = "Traceback (most recent call last):\nRuntimeError: shard 3 of /data/m1/w.bin at 0x7f00aa is bad\n"
+    b = "Traceback (most recent call last):\nRuntimeError: shard 12 of /data/m2/w.bin at 0x7f11bb is bad\n"
+    c = "Traceback (most recent call last):\nRuntimeError: tokenizer missing\n"
+    events = run(a + b + c, engine_with(NCCL))
+    assert [e.event for e in events] == ["sglang_unknown_error"] * 3
+    assert events[0].fingerprint == events[1].fingerprint != events[2].fingerprint
+    assert mask_message("shard 3 of /data/m1/w.bin at 0x7f00aa from 10.0.0.1:5000 'x'") == \
+        "shard <num> of <path> at <hex> from <ip> <str>"
+    assert fingerprint("torch.OutOfMemoryError", "x 1") == fingerprint("OutOfMemoryError", "x 2")
+
+
+def test_plain_lines_that_match_nothing_make_no_event():
+    assert run("[2026-01-01 12:00:00 TP0] Decode batch. #running-req: 1\n", engine_with(NCCL)) == []
