@@ -35,7 +35,7 @@ _CHAIN = (
 # `pkg.module.ClassName: message` or a bare `ClassName` as Python prints the escaped exception.
 _EXCEPTION_LINE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?::(?: (?P<msg>.*))?)?$", re.DOTALL)
 _CLASS_LIKE = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)$"
+    r"^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)$"
 )
 # Inside an exception group, traceback lines are drawn behind `|` bars, between separators
 # such as `+-+---------------- 1 ----------------`.
@@ -45,6 +45,10 @@ _GROUP_SEPARATOR = re.compile(r"^[\s|+]*(?:\+-+|-{4,}).*$|^[\s|]*\.\.\.")
 _OTHER_LOG_FORMAT = re.compile(
     r"^(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::|\s)|[IWEF]\d{4} |\d{4}-\d\d-\d\d[ T]\d)"
 )
+
+# `…/torch/cuda/__init__.py:182: UserWarning: …` — a warning another module printed.
+_PY_WARNING = re.compile(r"^\S+\.py:\d+: \w+: ")
+_MAX_BLANK_RUN = 2
 
 DEFAULT_MAX_TRACEBACK_LINES = 2000
 DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024
@@ -104,6 +108,7 @@ class _Open:
     truncated: bool = False
     blank_run: int = 0
     in_group: bool = False
+    kind: str = "traceback"  # or "line": a lone `Class: message` line and its continuation
 
     def add_line(self, text: str, max_lines: int) -> None:
         self.line_count += 1
@@ -116,7 +121,7 @@ class _Open:
         while len(self.lines) > 1 and not self.lines[-1].strip():
             self.lines.pop()
         return Record(
-            kind="traceback",
+            kind=self.kind,  # type: ignore[arg-type]
             source=self.source,
             offset=self.offset,
             end_offset=self.end_offset,
@@ -148,6 +153,7 @@ class Framer:
         self.flush_after = flush_after
         self._open: dict[str, _Open] = {}
         self._current = ""
+        self._previous: Prefixed | None = None  # the line just before, if it had a prefix
 
     @property
     def open_tracebacks(self) -> int:
@@ -166,15 +172,24 @@ class Framer:
                 self._close(self._current, out)
             self._current = key
             self._start_or_plain(line, text, p, key, now, out)
+            self._previous = p
             return out
+        previous, self._previous = self._previous, None
         tb = self._open.get(self._current) or self._unfinished()
         if tb is not None and self._continue(tb, line, text, now):
             self._current = tb.key
             return out
         if tb is not None:
             self._close(tb.key, out)
-        self._current = ""
-        self._start_or_plain(line, text, p, "", now, out)
+        if previous is not None and text.startswith(_TRACEBACK_START):
+            # `logger.exception("…")`: the message line has the prefix, its traceback does not.
+            p = Prefixed(text, previous.log_ts, previous.ranks)
+            key = "[" + " ".join(previous.ranks) + "]"
+            self._close(key, out)
+        else:
+            key = ""
+        self._current = key
+        self._start_or_plain(line, text, p, key, now, out)
         return out
 
     def tick(self, now: float) -> list[Record]:
@@ -232,6 +247,30 @@ class Framer:
         if not stripped:
             return  # a blank line means nothing on its own
         exc = parse_exception_line(msg)
+        if exc is not None:
+            # `[ts TP0] AcceleratorError: …` logged without a traceback: its message may go on
+            # over the following unprefixed lines, so it stays open like a traceback's last line.
+            lone = _Open(
+                key=key,
+                source=line.source,
+                offset=line.offset,
+                end_offset=line.end_offset,
+                header=msg,
+                log_ts=p.log_ts,
+                ranks=p.ranks,
+                stream=line.stream,
+                lineno=line.lineno,
+                started=now,
+                last_seen=now,
+                kind="line",
+                state="exception",
+                exceptions=[exc],
+                truncated=line.truncated,
+            )
+            lone.add_line(text, self.max_traceback_lines)
+            self._open[key] = lone
+            self._current = key
+            return
         out.append(
             Record(
                 kind="line",
@@ -275,22 +314,29 @@ class Framer:
             if _GROUP_START.match(text):
                 tb.in_group = True
             elif stripped and not text[:1].isspace():
-                self._add_exception(tb, stripped)
+                self._add_exception(tb, text.rstrip("\r\n"))
                 tb.state = "exception"
             return self._accept(tb, line, text, now)
-        # state "exception": the message may go on over several lines, up to a blank line.
+        # state "exception": the message may go on over several lines, blank ones included
+        # (torch's CUDA errors end in a newline before sglang's "Possible solutions:").
         if _GROUP_START.match(text):
             return False
         if not stripped:
             tb.blank_run += 1
-            return tb.blank_run <= 1 and self._accept(tb, line, text, now)
-        if tb.blank_run or _OTHER_LOG_FORMAT.match(text):
+            return tb.blank_run <= _MAX_BLANK_RUN and self._accept(tb, line, text, now)
+        if _OTHER_LOG_FORMAT.match(text) or _PY_WARNING.match(text):
             return False
+        if tb.blank_run:
+            for _ in range(tb.blank_run):
+                self._append_message(tb, "")
+        self._append_message(tb, text.rstrip("\r\n"))
+        return self._accept(tb, line, text, now)
+
+    def _append_message(self, tb: _Open, text: str) -> None:
         last = tb.exceptions[-1]
         if len(last.message) < self.max_message_chars:
-            joined = (last.message + "\n" + text.rstrip())[: self.max_message_chars]
+            joined = (last.message + "\n" + text)[: self.max_message_chars]
             tb.exceptions[-1] = ExceptionLine(last.error_class, joined)
-        return self._accept(tb, line, text, now)
 
     def _continue_group(self, tb: _Open, text: str) -> None:
         """A line of an exception group (`| ...`, `+---- 1 ----`): note its exception lines."""

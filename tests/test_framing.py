@@ -169,3 +169,50 @@ def test_lone_exception_line_is_parsed_as_one():
     assert (r.kind, r.exceptions) == ("line", (ExceptionLine("torch.distributed.DistBackendError", "NCCL error"),))
     (r,) = frame_text("INFO:     127.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK")
     assert r.exceptions == ()
+
+
+def test_logger_exception_traceback_inherits_the_message_lines_ranks():
+    """`logger.exception("…")`: the prefixed message line, then an unprefixed traceback."""
+    text = (
+        "[2026-01-01 12:00:00 TP2] Port is already in use. Try another --port.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/http_server.py", line 1, in launch\n'
+        "OSError: [Errno 98] Address already in use\n"
+    )
+    line, tb = frame_text(text)
+    assert (line.kind, line.ranks) == ("line", ("TP2",))
+    assert (tb.kind, tb.ranks, tb.log_ts, tb.exceptions) == (
+        "traceback", ("TP2",), "2026-01-01 12:00:00",
+        (ExceptionLine("OSError", "[Errno 98] Address already in use"),))
+
+
+def test_lone_exception_line_keeps_its_continuation_lines():
+    """sglang logs `f"{type(e).__name__}: {e}\\n{hint}"` without a traceback: one record."""
+    text = (
+        "[2026-01-01 12:00:00 TP0] AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+        "\n"
+        "Fail when using backend: tc_piecewise for prefill runner.\n"
+        "[2026-01-01 12:00:01 TP0] next\n"
+    )
+    lone, nxt = frame_text(text)
+    assert (lone.kind, lone.ranks, len(lone.lines)) == ("line", ("TP0",), 4)
+    assert lone.exceptions == (ExceptionLine(
+        "AcceleratorError", "CUDA error: an illegal memory access was encountered\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n\n"
+        "Fail when using backend: tc_piecewise for prefill runner."),)
+    assert nxt.header == "next"
+
+
+def test_message_with_blank_lines_stays_whole_and_warnings_end_it():
+    text = (
+        "Traceback (most recent call last):\n"
+        "Exception: Capture cuda graph failed: CUDA error: misaligned address\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+        "\n"
+        "Possible solutions:\n"
+        "/usr/lib/python3/dist-packages/torch/cuda/__init__.py:182: UserWarning: CUDA initialization\n"
+    )
+    tb, warning = frame_text(text)
+    assert tb.exceptions[-1].message.endswith("device-side assertions.\n\nPossible solutions:")
+    assert warning.header.startswith("/usr/lib/python3/dist-packages/torch/cuda/__init__.py:182")

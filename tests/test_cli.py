@@ -1,0 +1,120 @@
+"""The real command on real sglang 0.5.23 launch logs: the fix comes out, with the right exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LAUNCH = Path(__file__).parent / "fixtures" / "sglang" / "launch"
+SEED_ID = "4e2cdd4d6209ebbd"
+
+
+def cli(*args, stdin=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "matcher", *args], capture_output=True, text=True,
+                          input=stdin, cwd=cwd)
+
+
+def test_seed_case_text_report_names_record_capture_and_solutions():
+    run = cli("scan", str(LAUNCH / "int8_mamba_radix_lru.log"))
+    assert run.returncode == 1, run.stderr
+    out = run.stdout
+    assert f"pattern {SEED_ID}" in out
+    assert "captured: arg1 = 'lru'" in out
+    assert "1. Remove --radix-cache-backend from the launch command" in out
+    assert "2. Or remove --enable-int8-mamba-checkpoint" in out
+    assert "--enable-int8-mamba-checkpoint --radix-cache-backend lru" in out  # example fix
+
+
+def test_seed_case_json_is_one_event_in_the_event_schema():
+    run = cli("scan", "--format", "json", str(LAUNCH / "int8_mamba_radix_lru.log"))
+    assert run.returncode == 1
+    (event,) = [json.loads(x) for x in run.stdout.splitlines()]
+    assert {k: event[k] for k in ("event", "pattern_id", "error_class", "severity", "captures",
+                                  "ranks", "occurrences")} == {
+        "event": "sglang_error", "pattern_id": SEED_ID, "error_class": "ValueError",
+        "severity": "error", "captures": {"arg1": "'lru'"}, "ranks": [], "occurrences": 1}
+    assert event["message"] == (
+        "ValueError: --enable-int8-mamba-checkpoint only supports the built-in mamba radix cache; "
+        "--radix-cache-backend='lru' is not int8-aware. Omit --radix-cache-backend.")
+    assert event["remediation"]["solutions"][0].startswith("Remove --radix-cache-backend")
+    assert event["traceback"].startswith("Traceback (most recent call last):")
+    assert event["traceback"].endswith("Omit --radix-cache-backend.")
+    assert event["source"].endswith("int8_mamba_radix_lru.log")
+    assert set(event) >= {"log_ts", "observed_ts", "catalog_version", "labels", "line"}
+
+
+def test_stdin_is_scanned_like_a_file():
+    text = (LAUNCH / "int8_mamba_radix_lru.log").read_text()
+    run = cli("scan", "--format", "json", "-", stdin=text)
+    assert run.returncode == 1
+    assert json.loads(run.stdout)["source"] == "<stdin>"
+
+
+def test_clean_log_exits_zero(tmp_path):
+    log = tmp_path / "ok.log"
+    log.write_text("[2026-01-01 12:00:00 TP0] Decode batch. #running-req: 1, #token: 20\n"
+                   "[2026-01-01 12:00:01] INFO:     127.0.0.1:5000 - \"GET /health HTTP/1.1\" 200 OK\n")
+    run = cli("scan", str(log))
+    assert (run.returncode, run.stdout.splitlines()[-1]) == (0, "No sglang errors found.")
+
+
+def test_unreadable_input_and_bad_usage_exit_two(tmp_path):
+    run = cli("scan", str(tmp_path / "missing.log"))
+    assert run.returncode == 2
+    assert "cannot read" in run.stderr and "missing.log" in run.stderr
+    assert cli("scan").returncode == 2
+    assert cli("explain", "no-such-id").returncode == 2
+
+
+def test_bad_user_catalog_exits_two_and_names_the_problem(tmp_path):
+    bad = tmp_path / "mine.json"
+    bad.write_text(json.dumps([{"id": "x1", "messagePattern": "oops (unclosed"}]))
+    run = cli("scan", "--catalog", str(bad), str(LAUNCH / "int8_mamba_radix_lru.log"))
+    assert run.returncode == 2
+    assert f"{bad}: record 0 (id x1): field 'messagePattern': invalid regex" in run.stderr
+    lint = cli("catalog", "lint", str(bad))
+    assert lint.returncode == 2 and "invalid regex" in lint.stdout
+
+
+def test_user_catalog_overrides_builtin_record(tmp_path):
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"record": {
+        "id": SEED_ID, "messagePattern": r"--radix-cache-backend=(?P<backend>'\w+') is not int8-aware",
+        "errorClass": "ValueError", "severity": "critical", "solutions": ["Ask the platform team"]}}))
+    run = cli("scan", "--format", "json", "--catalog", str(mine), str(LAUNCH / "int8_mamba_radix_lru.log"))
+    event = json.loads(run.stdout)
+    assert (event["severity"], event["captures"], event["remediation"]["solutions"]) == (
+        "critical", {"backend": "'lru'"}, ["Ask the platform team"])
+
+
+def test_explain_shows_remediation_and_source():
+    run = cli("explain", SEED_ID)
+    assert run.returncode == 0
+    assert "How to fix:\n  1. Remove --radix-cache-backend" in run.stdout
+    assert "python/sglang/srt/server_args.py:6818" in run.stdout
+
+
+def test_catalog_lint_and_test_pass_on_the_builtin_catalog():
+    """Every curated record's real example lines are recognized by it (the catalog's own test)."""
+    lint = cli("catalog", "lint")
+    assert lint.returncode == 0, lint.stdout
+    test = cli("catalog", "test")
+    assert test.returncode == 0, test.stdout
+    assert test.stdout.splitlines()[-1].endswith(", 0 failures")
+
+
+def test_catalog_test_reports_an_example_taken_by_a_more_specific_record(tmp_path):
+    cat = tmp_path / "c.jsonl"
+    cat.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "general", "messagePattern": "NCCL error in", "examples": {"match": [
+            "RuntimeError: NCCL error in: x.cpp:1, unhandled system error"]}},
+        {"id": "specific", "messagePattern": "NCCL error in: .*unhandled system error",
+         "examples": {"noMatch": ["RuntimeError: NCCL error in: x.cpp:1, unhandled cuda error"]}},
+    ]))
+    run = cli("catalog", "test", str(cat))
+    assert run.returncode == 1
+    assert "record 0 (id general): examples.match: taken by a more specific record: specific" in run.stdout
