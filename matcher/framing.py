@@ -303,9 +303,15 @@ class Framer:
         if tb.state == "chain":
             if not stripped:
                 return self._accept(tb, line, text, now)
+            tb.kind = "traceback"
             if text.startswith(_TRACEBACK_START) or _GROUP_START.match(text):
                 tb.state = "frames"
                 tb.in_group = bool(_GROUP_START.match(text))
+                return self._accept(tb, line, text, now)
+            if not text[:1].isspace() and parse_exception_line(stripped) is not None:
+                # A cause that carries no frames is printed as its `Class: message` line alone.
+                self._add_exception(tb, text.rstrip("\r\n"))
+                tb.state = "exception"
                 return self._accept(tb, line, text, now)
             return False
         if text.startswith(_TRACEBACK_START):

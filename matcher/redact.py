@@ -25,7 +25,7 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     # HF_TOKEN=x / api_key=x  (environment, key=value logs)
     rf"""(?i)(?P<keep>\b{_SECRET_KEY}=)(?P<secret>[^\s'",)}}]+)""",
     # --api-key x / --api-key=x / --hf-token x
-    r"""(?i)(?P<keep>--[a-z-]*(?:api-key|token|secret|password)[a-z-]*(?:=|\s+))(?P<secret>[^\s'"]+)""",
+    r"""(?i)(?P<keep>--[a-z-]*(?:api-key|token(?!s|izer)|secret|password)[a-z-]*(?:=|\s+))(?P<secret>[^\s'"]+)""",
     # Authorization: Bearer x / Authorization: Basic x / bearer tokens anywhere
     r"""(?i)(?P<keep>\bauthorization['"]?\s*[:=]\s*['"]?(?:bearer\s+|basic\s+|token\s+)?)(?P<secret>[^\s'",}]+)""",
     r"""(?i)(?P<keep>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",

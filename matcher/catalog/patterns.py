@@ -74,8 +74,8 @@ def _walk(items: object, runs: list[str]) -> int:
             sub: list[str] = []
             n = _walk(av[-1], sub)
             total += n
-            # A group that is one literal run continues the current run.
-            if len(sub) == 1 and n == len(sub[0]):
+            # A group of literals only (`(abc)`) continues the current run.
+            if sub and all(o is sre_c.LITERAL for o, _ in av[-1]):
                 current.append(sub[0])
             else:
                 flush()
