@@ -319,7 +319,7 @@ class Framer:
         if tb.state == "frames":
             if _GROUP_START.match(text):
                 tb.in_group = True
-            elif stripped and not text[:1].isspace():
+            elif stripped and not text[:1].isspace() and not text.startswith('File "'):
                 self._add_exception(tb, text.rstrip("\r\n"))
                 tb.state = "exception"
             return self._accept(tb, line, text, now)

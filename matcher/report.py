@@ -56,17 +56,21 @@ def group_events(events: Sequence[dict[str, Any]]) -> list[Entry]:
 
 def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: int) -> str:
     entries = group_events(events)
-    causes = [x for x in entries if x.first["event"] == "sglang_error"
-              and x.first.get("role") != "consequence"]
+    causes = sorted(
+        (x for x in entries if x.first["event"] == "sglang_error"
+         and x.first.get("role") != "consequence"),
+        key=lambda x: SEVERITY_RANK.get(x.first.get("severity", "error"), 1),
+    )  # stable: within a severity, in order of first appearance
     unknown = [x for x in entries if x.first["event"] == "sglang_unknown_error"]
     consequences = [x for x in entries if x.first.get("role") == "consequence"]
     out: list[str] = []
-    n_err = sum(x.count for x in causes)
+    n_err = sum(x.count for x in causes if SEVERITY_RANK.get(x.first.get("severity"), 1) <= 1)
+    n_warn = sum(x.count for x in causes) - n_err
     n_unknown = sum(x.count for x in unknown)
     out.append(
         f"sglang-matcher scan: {_plural(n_err, 'known error')}, "
-        f"{_plural(n_unknown, 'unknown exception')} in {', '.join(inputs)} "
-        f"({_plural(lines, 'line')})"
+        f"{_plural(n_unknown, 'unknown exception')}, {_plural(n_warn, 'warning')} "
+        f"in {', '.join(inputs)} ({_plural(lines, 'line')})"
     )
     if not entries:
         out.append("\nNo sglang errors found.")

@@ -118,3 +118,89 @@ def test_catalog_test_reports_an_example_taken_by_a_more_specific_record(tmp_pat
     run = cli("catalog", "test", str(cat))
     assert run.returncode == 1
     assert "record 0 (id general): examples.match: taken by a more specific record: specific" in run.stdout
+
+
+# Each real launch log of sglang 0.5.23 (tests/fixtures/sglang/launch/NAME.log, made by NAME.cmd)
+# and the one root cause a person reading it names.
+LAUNCH_ROOT_CAUSES = [
+    ("argparse_invalid_choice_attention", "argparse-invalid-choice"),
+    ("argparse_invalid_int", "argparse-invalid-typed-value"),
+    ("argparse_missing_model_path", "argparse-required-model-path"),
+    ("argparse_unrecognized", "argparse-unrecognized-arguments"),
+    ("cpu_engine_no_sgl_kernel", "missing-python-module"),
+    ("deterministic_attention_backend", "deterministic-inference-attention-backend"),
+    ("flashinfer_attention_not_installed", "package-min-version-not-installed"),
+    ("flex_attention_spec_ngram", "flex-attention-speculative-decoding"),
+    ("hicache_disable_radix", "hierarchical-cache-disable-radix-cache-exclusive"),
+    ("hicache_minicpm_sala", "minicpm-sala-hierarchical-cache"),
+    ("int8_mamba_hicache", "int8-mamba-checkpoint-hierarchical-cache"),
+    ("int8_mamba_lmcache", "int8-mamba-checkpoint-lmcache"),
+    ("int8_mamba_radix_lru", "enable-int8-mamba-checkpoint-only-supports-the-b"),
+    ("lmcache_hicache", "lmcache-hierarchical-cache-exclusive"),
+    ("lmcache_spec", "lmcache-speculative-decoding"),
+    ("mamba_extra_buffer_cpu", "mamba-extra-buffer-platform-unsupported"),
+    ("mamba_no_buffer_overlap", "mamba-no-buffer-overlap-schedule"),
+    ("mamba_no_buffer_page_size", "mamba-no-buffer-page-size"),
+    ("mamba_strategy_non_mamba", "mamba-radix-cache-strategy-non-mamba-model"),
+    ("model_path_hf_repo_offline", "hf-hub-unreachable-model-not-cached"),
+    ("model_path_missing_dir", "model-path-invalid-repo-id"),
+    ("no_accelerator", "no-accelerator-available"),
+    ("prefill_only_disable_kv", "prefill-only-disable-kv-cache-requires-embedding"),
+    ("reasoning_parser_invalid", "reasoning-parser-invalid-choice"),
+    ("scheduler_vllm_missing_api_key", "missing-python-module"),
+    ("spec_block_verification_ngram", "speculative-block-verification-unsupported-algorithm"),
+    ("spec_disagg_decode_radix", "disaggregation-decode-radix-cache-speculative"),
+    ("spec_ngram_dp_attention", "ngram-speculative-dp-attention"),
+    ("spec_ngram_mamba_no_nvidia_driver", "no-nvidia-driver"),
+    ("spec_sink_without_window", "speculative-draft-sink-size-requires-window"),
+    ("swa_ratio_out_of_range", "swa-full-tokens-ratio-out-of-range"),
+    ("trtllm_mha_cpu", "trtllm-mha-prefill-unsupported-gpu"),
+    ("trtllm_mha_decode_cpu", "trtllm-mha-decode-unsupported-gpu"),
+    ("unsupported_architecture", "transformers-backend-model-class-not-found"),
+]
+
+
+def test_every_real_launch_log_is_covered_by_the_table():
+    assert sorted(p.stem for p in LAUNCH.glob("*.log")) == sorted(n for n, _ in LAUNCH_ROOT_CAUSES)
+
+
+@pytest.mark.parametrize("name,slug", LAUNCH_ROOT_CAUSES, ids=[n for n, _ in LAUNCH_ROOT_CAUSES])
+def test_real_launch_log_gives_exactly_its_root_cause(name, slug):
+    from matcher.catalog import load_catalog
+    run = cli("scan", "--format", "json", str(LAUNCH / f"{name}.log"))
+    assert run.returncode == 1, run.stderr
+    events = [json.loads(x) for x in run.stdout.splitlines()]
+    failures = [e for e in events if e["role"] == "cause" and e["severity"] in ("error", "critical")]
+    catalog = load_catalog()
+    assert [catalog.by_id(e["pattern_id"]).slug for e in failures] == [slug]
+    assert not [e for e in events if e["event"] == "sglang_unknown_error"]
+
+
+def test_hierarchical_cache_variant_has_its_own_record_with_solutions():
+    run = cli("scan", str(LAUNCH / "int8_mamba_hicache.log"))
+    assert run.returncode == 1
+    assert SEED_ID not in run.stdout
+    assert "--enable-hierarchical-cache" in run.stdout and "How to fix:" in run.stdout
+
+
+def test_start_up_api_key_never_reaches_the_output():
+    """The real log's `server_args={… 'api_key': 'sk-test-SECRET123' …}` dump stays secret."""
+    log = LAUNCH / "scheduler_vllm_missing_api_key.log"
+    assert "sk-test-SECRET123" in log.read_text()
+    for fmt in ("text", "json"):
+        assert "SECRET123" not in cli("scan", "--format", fmt, str(log)).stdout
+
+
+def test_eight_rank_crash_is_one_error_reported_before_its_consequence():
+    """TP0–TP7 print the same traceback, the parent prints sigquit twice: one root cause, ranks listed."""
+    log = Path(__file__).parent / "fixtures" / "sglang" / "constructed" / "tp8_scheduler_crash.log"
+    run = cli("scan", "--format", "json", str(log))
+    events = [json.loads(x) for x in run.stdout.splitlines()]
+    causes = [e for e in events if e["role"] == "cause"]
+    assert [(e["error_class"], e["ranks"], e["occurrences"]) for e in causes] == [
+        ("ValueError", [f"TP{i}" for i in range(8)], 8)]
+    assert causes[0]["consequences"] == [
+        "Received sigquit from a child process. It usually means the child failed."]
+    text = cli("scan", str(log)).stdout
+    assert text.index("ValueError: Cannot find model module") < text.index("Received sigquit")
+    assert "ranks TP0, TP1, TP2, TP3, TP4, TP5, TP6, TP7" in text

@@ -110,3 +110,11 @@ def test_hyperscan_and_literal_prefilters_agree_on_the_builtin_catalog():
         for r in ft(text):
             a, b = hs.match(r), lit.match(r)
             assert (a and (a.pattern.id, a.captures)) == (b and (b.pattern.id, b.captures)), text
+
+
+def test_non_ascii_text_is_matched_like_ascii_text():
+    """Hyperscan sees ASCII only; other text takes the literal prefilter, with the same result."""
+    p = rec("w", r"Cannot load model (?P<name>\w+) from disk")
+    e = Engine([p])
+    assert e.match(one("RuntimeError: Cannot load model 模型 from disk")).captures == {"name": "模型"}
+    assert e.match(one("RuntimeError: Cannot load model llama from disk")).captures == {"name": "llama"}
