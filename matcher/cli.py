@@ -52,6 +52,32 @@ def build_parser() -> argparse.ArgumentParser:
                       help="text for people (default), json: one event per line")
     _catalog_args(scan)
 
+    watch = sub.add_parser("watch", help="the daemon: tail logs, emit events as they happen")
+    watch.add_argument("paths", nargs="*", metavar="PATH|GLOB",
+                       help="log files or globs (default: from config, else /var/log/sglang/*.log); "
+                            "- for stdin")
+    watch.add_argument("--config", type=Path, metavar="FILE", help="TOML config file")
+    watch.add_argument("--from-beginning", action="store_true", default=None,
+                       help="read files present at first start from their beginning")
+    watch.add_argument("--state-dir", type=Path, help="where read positions are kept")
+    watch.add_argument("--metrics-addr", metavar="HOST:PORT", help="serve /metrics and health here")
+    watch.add_argument("--catalog", action="append", type=Path, metavar="PATH",
+                       help="extra catalog file or directory (repeatable)")
+    watch.add_argument("--no-builtin", action="store_true", default=None,
+                       help="do not load the built-in sglang catalog")
+    watch.add_argument("--format", dest="input_format", choices=("auto", "plain", "cri", "docker"),
+                       help="input format of the logs (default auto, decided per file)")
+    watch.add_argument("--log-format", choices=("json", "console"), help="event output format")
+    watch.add_argument("--poll-only", action="store_true", default=None,
+                       help="no inotify: find changes by polling only (network filesystems)")
+    watch.add_argument("--poll-interval", type=float, metavar="SECONDS")
+    watch.add_argument("--journal-unit", action="append", metavar="UNIT",
+                       help="follow this systemd unit's journal (repeatable)")
+    watch.add_argument("--label", action="append", metavar="NAME=VALUE",
+                       help="static label on every event and metric (repeatable)")
+    watch.add_argument("--check", action="store_true",
+                       help="validate config and catalog, then exit 0 (ok) or 2")
+
     explain = sub.add_parser("explain", help="show one catalog record and its remediation")
     explain.add_argument("id", help="a pattern id (or slug)")
     _catalog_args(explain)
@@ -73,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "scan":
             return cmd_scan(args.inputs, args.format, _load(args), sys.stdout)
+        if args.command == "watch":
+            return cmd_watch(args)
         if args.command == "explain":
             return cmd_explain(args.id, _load(args), sys.stdout)
         if args.command == "catalog" and args.catalog_command == "lint":
@@ -88,6 +116,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     return EXIT_USAGE
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from matcher.config import ConfigError, load_config
+    from matcher.daemon import Daemon
+
+    read_stdin = "-" in args.paths
+    paths = [p for p in args.paths if p != "-"]
+    flags = {
+        "paths": paths or ([] if read_stdin else None),
+        "from_beginning": args.from_beginning,
+        "state_dir": args.state_dir,
+        "metrics_addr": args.metrics_addr,
+        "catalogs": args.catalog,
+        "builtin_catalog": False if args.no_builtin else None,
+        "input_format": args.input_format,
+        "log_format": args.log_format,
+        "poll_only": args.poll_only,
+        "poll_interval": args.poll_interval,
+        "journal_units": args.journal_unit,
+        "labels": dict(x.split("=", 1) for x in args.label) if args.label else None,
+    }
+    if args.label and any("=" not in x for x in args.label):
+        raise UsageError("--label takes NAME=VALUE")
+    try:
+        config = load_config(file=args.config, flags=flags)
+    except ConfigError as e:
+        print(f"sglang-matcher: invalid configuration: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.check:
+        from matcher.daemon import load_checked_catalog
+
+        catalog = load_checked_catalog(config)
+        print(f"configuration ok: {len(config.paths)} path patterns, state in {config.state_dir}, "
+              f"catalog {catalog.version} with {len(catalog.records)} records")
+        return EXIT_OK
+    daemon = Daemon(config, config_file=args.config, flags=flags, read_stdin=read_stdin)
+    daemon.install_signal_handlers()
+    return daemon.run()
 
 
 def _load(args: argparse.Namespace) -> Catalog:

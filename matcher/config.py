@@ -1,0 +1,174 @@
+"""The daemon's settings: a TOML file, then `SGLANG_MATCHER_*` environment variables, then flags.
+
+Each layer overrides the one before it, field by field. Every field has a type and a default
+here, and a value that does not fit gives a `ConfigError` naming the field and where the value
+came from — `--check` turns that into exit code 2 before a unit or a pod ever starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "SGLANG_MATCHER_"
+INPUT_FORMATS = ("auto", "plain", "cri", "docker")
+LOG_FORMATS = ("json", "console")
+
+
+class ConfigError(Exception):
+    """A setting has a value that cannot be used; the message names it and its origin."""
+
+
+def default_state_dir() -> Path:
+    """systemd's `StateDirectory=`, else XDG state home, else ~/.local/state."""
+    if os.environ.get("STATE_DIRECTORY"):
+        return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "sglang-matcher"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    paths: tuple[str, ...] = ("/var/log/sglang/*.log",)
+    exclude: tuple[str, ...] = ("*.gz", "*.zst", "*.bz2", "*.xz")
+    state_dir: Path = field(default_factory=default_state_dir)
+    metrics_addr: str | None = None
+    catalogs: tuple[Path, ...] = ()
+    builtin_catalog: bool = True
+    input_format: str = "auto"
+    log_format: str = "json"
+    from_beginning: bool = False
+    poll_interval: float = 1.0
+    poll_only: bool = False
+    checkpoint_interval: float = 1.0
+    partial_line_flush: float = 5.0
+    rotate_wait: float = 5.0
+    fingerprint_bytes: int = 1024
+    max_line_bytes: int = 1024 * 1024
+    read_chunk_bytes: int = 256 * 1024
+    journal_units: tuple[str, ...] = ()
+    journal_from_beginning: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+    labels_from_env: Mapping[str, str] = field(default_factory=dict)
+    redact_patterns: tuple[str, ...] = ()
+    aggregate_window: float = 5.0
+
+    def static_labels(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Configured labels plus those read from the environment (pod, namespace, node)."""
+        env = os.environ if environ is None else environ
+        out = dict(self.labels)
+        for label, var in self.labels_from_env.items():
+            if env.get(var):
+                out[label] = env[var]
+        return out
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _coerce(name: str, value: Any, origin: str) -> Any:
+    """Turn a TOML, env or flag value into the field's type, or say why it can't be."""
+    f = _FIELDS[name]
+    kind = str(f.type)
+    where = f"{origin}: setting '{name}'"
+    try:
+        if kind.startswith("tuple[Path"):
+            items = _as_list(value)
+            return tuple(Path(str(v)) for v in items)
+        if kind.startswith("tuple[str"):
+            return tuple(str(v) for v in _as_list(value))
+        if kind == "Path":
+            return Path(str(value))
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("1", "true", "yes", "on"):
+                return True
+            if str(value).lower() in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(f"expected true or false, got {value!r}")
+        if kind == "int":
+            if isinstance(value, bool):
+                raise ValueError("expected an integer")
+            n = int(value)
+            if n <= 0:
+                raise ValueError("must be positive")
+            return n
+        if kind == "float":
+            x = float(value)
+            if x < 0:
+                raise ValueError("must not be negative")
+            return x
+        if kind.startswith("Mapping"):
+            if isinstance(value, str):
+                value = dict(item.split("=", 1) for item in value.split(",") if item)
+            if not isinstance(value, Mapping):
+                raise ValueError("expected a table of names to strings")
+            return {str(k): str(v) for k, v in value.items()}
+        if kind == "str | None":
+            return None if value in (None, "") else str(value)
+        if kind == "str":
+            return str(value)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{where}: {e}") from e
+    raise ConfigError(f"{where}: unsupported type {kind}")  # pragma: no cover
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [v for v in value.replace(",", "\n").split("\n") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise ValueError("expected a list")
+
+
+def _validate(cfg: Config) -> Config:
+    if cfg.input_format not in INPUT_FORMATS:
+        raise ConfigError(f"setting 'input_format': {cfg.input_format!r} is not one of "
+                          f"{', '.join(INPUT_FORMATS)}")
+    if cfg.log_format not in LOG_FORMATS:
+        raise ConfigError(f"setting 'log_format': {cfg.log_format!r} is not one of "
+                          f"{', '.join(LOG_FORMATS)}")
+    if cfg.metrics_addr is not None:
+        host, sep, port = cfg.metrics_addr.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ConfigError(f"setting 'metrics_addr': {cfg.metrics_addr!r} is not HOST:PORT")
+    if cfg.poll_interval <= 0:
+        raise ConfigError("setting 'poll_interval': must be above 0")
+    return cfg
+
+
+def load_config(
+    *,
+    file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Config:
+    """File, then environment, then flags (None-valued flags are 'not given')."""
+    values: dict[str, Any] = {}
+    if file is not None:
+        try:
+            doc = tomllib.loads(file.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"{file}: cannot read: {e.strerror}") from e
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{file}: not valid TOML: {e}") from e
+        for key, value in doc.items():
+            if key not in _FIELDS:
+                raise ConfigError(f"{file}: unknown setting '{key}' "
+                                  f"(known: {', '.join(sorted(_FIELDS))})")
+            values[key] = _coerce(key, value, str(file))
+    env = os.environ if environ is None else environ
+    for name in _FIELDS:
+        var = ENV_PREFIX + name.upper()
+        if var in env:
+            values[name] = _coerce(name, env[var], f"environment {var}")
+    for name, value in (flags or {}).items():
+        if value is not None:
+            values[name] = _coerce(name, value, "command line")
+    return _validate(Config(**values))

@@ -1,0 +1,331 @@
+"""`sglang-matcher watch`: wiring and lifecycle. Sources in, events out, positions saved.
+
+One thread reads every source in turn (a bounded amount per file per round, so one busy file
+cannot starve the others), feeds the pure pipeline, hands events to the sinks and — only after
+the sinks returned — checkpoints each source at `Pipeline.checkpoint_offset`: the position
+before which every line has become an emitted event or was found to need none. A sink that
+blocks therefore stops reading; nothing queues without bound.
+
+Signals: SIGTERM/SIGINT stop reading, drain what is buffered (open tracebacks, the aggregation
+window), write a final checkpoint and exit 0. SIGHUP reloads config and catalog; a catalog with
+problems leaves the running one in place and says why. Guarantee: every completed line is
+delivered at least once; after SIGTERM exactly once; after SIGKILL the lines since the last
+checkpoint (at most `checkpoint_interval` seconds of input, plus lines still held in an open
+traceback or aggregation window) are read again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+
+from matcher.catalog import Catalog, CatalogError, load_catalog
+from matcher.config import Config, ConfigError, load_config
+from matcher.engine import Engine
+from matcher.pipeline import Pipeline
+from matcher.redact import Redactor
+from matcher.sinks.events import JsonEventSink
+from matcher.source.checkpoint import CheckpointError, CheckpointStore
+from matcher.source.files import FileSet, TailedFile, display_name
+from matcher.types import Chunk, Event
+
+CHECKPOINT_RETENTION = 7 * 24 * 3600.0
+
+
+def load_checked_catalog(config: Config) -> Catalog:
+    catalog = load_catalog(builtin=config.builtin_catalog, user_paths=list(config.catalogs))
+    if catalog.issues:
+        raise CatalogError(list(catalog.issues))
+    return catalog
+
+
+class _Wakeup:
+    """Lets watchdog's thread and signal handlers cut the main loop's sleep short."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def wait(self, timeout: float) -> None:
+        self._event.wait(timeout)
+        self._event.clear()
+
+
+class Daemon:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        config_file: Path | None = None,
+        flags: dict[str, Any] | None = None,
+        stdout: TextIO = sys.stdout,
+        stderr: TextIO = sys.stderr,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        read_stdin: bool = False,
+    ) -> None:
+        self.config = config
+        self.config_file = config_file
+        self.flags = flags or {}
+        self.clock = clock
+        self.wall = wall
+        self.read_stdin = read_stdin
+        self.log = structlog.wrap_logger(
+            structlog.PrintLogger(stderr),
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.JSONRenderer(),
+            ],
+        )
+        self.redactor = Redactor(config.redact_patterns)
+        self.sink = JsonEventSink(stdout, self.redactor)
+        self.catalog = load_checked_catalog(config)
+        self.pipeline = self._new_pipeline(self.catalog)
+        self.store = CheckpointStore(config.state_dir)
+        state, problem = self.store.load()
+        if problem:
+            self.log.error("checkpoint_unreadable", detail=problem)
+        self.state = state
+        self.files = FileSet(
+            config.paths, config.exclude, state,
+            from_beginning=config.from_beginning,
+            fingerprint_bytes=config.fingerprint_bytes,
+            rotate_wait=config.rotate_wait,
+            clock=clock,
+        )
+        self.wakeup = _Wakeup()
+        self._stop = False
+        self._reload = False
+        self._observer: Any = None
+        self._stdin_done = not read_stdin
+        self._stdin_offset = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _new_pipeline(self, catalog: Catalog) -> Pipeline:
+        return Pipeline(
+            Engine(catalog.records),
+            catalog_version=catalog.version,
+            labels=self.config.static_labels(),
+            window=self.config.aggregate_window,
+            max_line_bytes=self.config.max_line_bytes,
+            flush_after=self.config.partial_line_flush,
+        )
+
+    def request_stop(self, *_: object) -> None:
+        self._stop = True
+        self.wakeup.set()
+
+    def request_reload(self, *_: object) -> None:
+        self._reload = True
+        self.wakeup.set()
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_reload)
+
+    def run(self) -> int:
+        self.log.info("started", paths=list(self.config.paths), state_dir=str(self.config.state_dir),
+                      catalog_version=self.catalog.version, patterns=len(self.catalog.records),
+                      prefilter=self.pipeline.engine.prefilter)
+        self._start_watchdog()
+        next_discovery = 0.0
+        next_checkpoint = self.clock() + self.config.checkpoint_interval
+        try:
+            while not self._stop:
+                now = self.clock()
+                if self._reload:
+                    self._reload = False
+                    self.reload()
+                if now >= next_discovery:
+                    self._discover()
+                    next_discovery = now + self.config.poll_interval
+                progressed = self.read_round(now)
+                self._emit(self.pipeline.tick(now))
+                if now >= next_checkpoint:
+                    self.checkpoint()
+                    next_checkpoint = now + self.config.checkpoint_interval
+                if self.read_stdin and self._stdin_done and not self.files.files:
+                    break
+                if not progressed:
+                    self.wakeup.wait(min(self.config.poll_interval, 0.25))
+        finally:
+            self.shutdown()
+        return 0
+
+    def shutdown(self) -> None:
+        """Drain: read what is there, flush open records and windows, final checkpoint."""
+        if self._observer is not None:
+            self._observer.stop()
+        now = self.clock()
+        for _ in range(1000):
+            if not self.read_round(now):
+                break
+        self._emit(self.pipeline.finish(now))
+        self.checkpoint(final=True)
+        self.files.close_all()
+        self.log.info("stopped")
+
+    def reload(self) -> None:
+        try:
+            config = load_config(file=self.config_file, flags=self.flags)
+            catalog = load_checked_catalog(config)
+        except (ConfigError, CatalogError) as e:
+            self.log.error("reload_failed", detail=str(e), kept_catalog=self.catalog.version)
+            return
+        self._emit(self.pipeline.finish(self.clock()))
+        self.checkpoint()
+        self.config = dataclasses.replace(config, state_dir=self.config.state_dir)
+        self.catalog = catalog
+        self.pipeline = self._new_pipeline(catalog)
+        self.files.globs, self.files.exclude = config.paths, config.exclude
+        self.log.info("reloaded", catalog_version=catalog.version, patterns=len(catalog.records))
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _discover(self) -> None:
+        done = self.files.discover()
+        for f in done:
+            self._end_file(f)
+        self._log_notices()
+
+    def _end_file(self, f: TailedFile) -> None:
+        self._drain_file(f, self.clock())
+        self._emit(self.pipeline.end_of_source(f.source_id, self.clock()))
+        self.files.checkpoint(f, f.offset, self.wall())
+        self.files.close(f)
+
+    def read_round(self, now: float) -> bool:
+        """One fair pass over every source; True if any bytes were read."""
+        progressed = False
+        for f in list(self.files.files.values()):
+            if self._read_file(f, now, self.config.read_chunk_bytes):
+                progressed = True
+        if self.read_stdin and not self._stdin_done:
+            progressed |= self._read_stdin(now)
+        return progressed
+
+    def _read_file(self, f: TailedFile, now: float, budget: int) -> bool:
+        if f.parked_for is not None:
+            return False
+        try:
+            data = f.read(budget)
+        except OSError as e:
+            self.log.error("read_failed", path=f.path, detail=e.strerror)
+            return False
+        if data:
+            f.last_growth = now
+            f.pending_partial_since = None
+            self._emit(self.pipeline.feed(Chunk(data, f.source_id, f.offset), now))
+            return True
+        if self.files.check_truncation(f):
+            self._emit(self.pipeline.end_of_source(f.source_id, now))
+            self._log_notices()
+            return True
+        partial_start = self.pipeline.partial_line_start(f.source_id)
+        if partial_start is not None:
+            if f.pending_partial_since is None:
+                f.pending_partial_since = now
+            elif now - f.pending_partial_since >= self.config.partial_line_flush:
+                self._emit(self.pipeline.flush_partial(f.source_id, now))
+                f.pending_partial_since = None
+        return False
+
+    def _drain_file(self, f: TailedFile, now: float) -> None:
+        while self._read_file(f, now, 1 << 20):
+            pass
+
+    def _read_stdin(self, now: float) -> bool:
+        fd = sys.stdin.fileno()
+        os.set_blocking(fd, False)
+        try:
+            data = os.read(fd, self.config.read_chunk_bytes)
+        except BlockingIOError:
+            return False
+        if not data:
+            self._stdin_done = True
+            self._emit(self.pipeline.end_of_source("<stdin>", now))
+            return False
+        self._stdin_offset += len(data)
+        self._emit(self.pipeline.feed(Chunk(data, "<stdin>", self._stdin_offset), now))
+        return True
+
+    def _emit(self, events: list[Event]) -> None:
+        if not events:
+            return
+        shown = [dataclasses.replace(e, source=display_name(e.source)) for e in events]
+        self.sink.accept(shown)
+
+    def checkpoint(self, *, final: bool = False) -> None:
+        wall = self.wall()
+        for f in self.files.files.values():
+            offset = self.pipeline.checkpoint_offset(f.source_id)
+            self.files.checkpoint(f, f.offset if offset is None else offset, wall)
+        tracked = {f.identity.key for f in self.files.files.values()}
+        for key, cp in list(self.state.files.items()):
+            if key not in tracked and wall - cp.updated > CHECKPOINT_RETENTION:
+                del self.state.files[key]
+        try:
+            self.store.save(self.state)
+        except CheckpointError as e:
+            self.log.error("checkpoint_failed", detail=str(e), final=final)
+
+    def _log_notices(self) -> None:
+        for n in self.files.take_notices():
+            level = self.log.warning if n.kind in ("unreadable", "truncated") else self.log.info
+            level(f"file_{n.kind}", path=n.path, detail=n.detail)
+
+    def _start_watchdog(self) -> None:
+        """inotify (via watchdog) wakes discovery early; polling stays the ground truth."""
+        if self.config.poll_only:
+            return
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError:  # pragma: no cover
+            return
+        wakeup = self.wakeup
+
+        class Handler(FileSystemEventHandler):  # type: ignore[misc]
+            def on_any_event(self, event: object) -> None:
+                wakeup.set()
+
+        observer = Observer()
+        watched: set[str] = set()
+        for pattern in self.config.paths:
+            directory = _static_dir(pattern)
+            if directory in watched or not os.path.isdir(directory):
+                continue
+            try:
+                observer.schedule(Handler(), directory, recursive="**" in pattern)
+                watched.add(directory)
+            except OSError as e:
+                self.log.warning("watch_failed", directory=directory, detail=str(e))
+        if watched:
+            observer.daemon = True
+            observer.start()
+            self._observer = observer
+
+
+def _static_dir(pattern: str) -> str:
+    """The deepest directory of a glob that has no wildcard in it."""
+    parts = Path(pattern).parts
+    static: list[str] = []
+    for part in parts[:-1]:
+        if any(c in part for c in "*?["):
+            break
+        static.append(part)
+    return str(Path(*static)) if static else "."

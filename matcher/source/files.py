@@ -1,0 +1,298 @@
+"""Log files by glob, each followed across rotation, truncation and restarts.
+
+What can be lost, first:
+- **copytruncate**: lines written between logrotate's copy and its truncate exist only in the
+  copy. If the copy matches no glob they are never read (the window is the copy's duration);
+  exclude nothing the copy is named, or prefer `create` rotation.
+- **rotation faster than reading while the old file is deleted**: a file rotated away is kept
+  open and read to its end for `rotate_wait` seconds after its last growth, then closed so its
+  space can be freed. Lines written to it later than that are not read.
+- **a line longer than `max_line_bytes`**: its head is kept, the rest dropped and counted.
+
+How a file is followed. Files are tracked by identity (device + inode + checksum of the first
+bytes, `identity.py`), not by path. Each poll re-evaluates the globs (and a watchdog event wakes
+the poll early):
+- a path whose inode is already tracked updates that file's name: `server.log` renamed to
+  `server.log.1` is the same file and is not read again;
+- a new inode at a path is a new file: rename + create rotation, delete and recreate, a symlink
+  retargeted (`/var/log/containers`), a file that appears later. The old file goes on being
+  read to its end, so nothing it received before the switch is lost;
+- a file whose size drops below our offset, or whose first bytes change, was truncated in place
+  (copytruncate): reading restarts at 0;
+- a new file whose bytes just before some offset equal the last bytes we read from a tracked
+  file is a copy of it (logrotate's `copytruncate` copy, when the glob matches it). It is parked
+  until the original is truncated, then read from where we had stopped reading the original — so
+  lines written between our last read and the truncation are read from the copy, once.
+Positions come from the checkpoint when the identity matches. A file present at the very first
+start (no checkpoint state at all) starts at the end of its last complete line unless
+`from_beginning`; a file that appears later — or while we were down — is read from the start.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import glob
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from matcher.source.checkpoint import CheckpointState, FileCheckpoint
+from matcher.source.identity import FileIdentity, fingerprint, identify
+
+END_SCAN_BYTES = 64 * 1024
+TAIL_BYTES = 1024
+TRUNCATION_MEMORY = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class SourceNotice:
+    """Something about a source the operator may want to know; the daemon logs and counts it."""
+
+    kind: str  # rotated | truncated | opened | closed | unreadable | recovered
+    path: str
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class TailedFile:
+    fd: int
+    identity: FileIdentity
+    path: str
+    source_id: str  # unique per file: the pipeline keeps its per-source state under it
+    offset: int  # the next byte to read
+    last_growth: float
+    seen_at_path: bool = True
+    gone_since: float | None = None
+    pending_partial_since: float | None = None
+    tail: bytes = b""  # the last bytes read: recognizes a copy of this file
+    parked_for: tuple[int, int] | None = None  # a copy waiting for its original's truncation
+
+    def read(self, max_bytes: int) -> bytes:
+        data = os.pread(self.fd, max_bytes, self.offset)
+        if data:
+            self.offset += len(data)
+            self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
+        return data
+
+    def bytes_before(self, offset: int, length: int) -> bytes:
+        start = max(0, offset - length)
+        return os.pread(self.fd, offset - start, start)
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+
+def _source_id(path: str, ident: FileIdentity) -> str:
+    return f"{path}#{ident.dev}:{ident.ino}"
+
+
+def _bytes_before(fd: int, offset: int, length: int) -> bytes:
+    start = max(0, offset - length)
+    return os.pread(fd, offset - start, start)
+
+
+def _tail_hash(fd: int, offset: int) -> str:
+    """Checksum of the bytes just before `offset`: a checkpoint resumes only where they match."""
+    return hashlib.sha256(_bytes_before(fd, offset, TAIL_BYTES)).hexdigest()[:16]
+
+
+def display_name(source_id: str) -> str:
+    """The path part of a source id, for events and logs."""
+    return source_id.rsplit("#", 1)[0]
+
+
+def _start_of_last_line(fd: int, size: int) -> int:
+    """The offset just after the last newline before `size` (0 if none in the last 64 KiB)."""
+    start = max(0, size - END_SCAN_BYTES)
+    tail = os.pread(fd, size - start, start)
+    nl = tail.rfind(b"\n")
+    return start + nl + 1 if nl >= 0 else (0 if start == 0 else size)
+
+
+class FileSet:
+    """Every file matched by the globs, tracked by identity. Not thread-safe: one caller polls."""
+
+    def __init__(
+        self,
+        globs: tuple[str, ...],
+        exclude: tuple[str, ...],
+        state: CheckpointState,
+        *,
+        from_beginning: bool,
+        fingerprint_bytes: int,
+        rotate_wait: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.globs = globs
+        self.exclude = exclude
+        self.state = state
+        self.from_beginning = from_beginning
+        self.fingerprint_bytes = fingerprint_bytes
+        self.rotate_wait = rotate_wait
+        self.clock = clock
+        self.files: dict[tuple[int, int], TailedFile] = {}
+        self._first_scan = True
+        self._unreadable: dict[str, str] = {}
+        self.notices: list[SourceNotice] = []
+        # (offset, tail bytes, when) of files truncated in place, to recognize their copy
+        self._truncations: list[tuple[int, bytes, float]] = []
+
+    def paths(self) -> list[str]:
+        out: list[str] = []
+        for pattern in self.globs:
+            for p in sorted(glob.glob(pattern, recursive=True)):
+                base = os.path.basename(p)
+                if any(fnmatch.fnmatch(base, x) or fnmatch.fnmatch(p, x) for x in self.exclude):
+                    continue
+                out.append(p)
+        return list(dict.fromkeys(out))
+
+    def discover(self) -> list[TailedFile]:
+        """Re-evaluate the globs; open new files; return files that are done (to be closed)."""
+        now = self.clock()
+        for f in self.files.values():
+            f.seen_at_path = False
+        for path in self.paths():
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue  # vanished between glob and stat
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            tracked = self.files.get((st.st_dev, st.st_ino))
+            if tracked is not None:
+                if tracked.path != path and not tracked.seen_at_path:
+                    tracked.path = path
+                tracked.seen_at_path = True
+                tracked.gone_since = None
+                continue
+            self._open(path, now)
+        self._first_scan = False
+        done: list[TailedFile] = []
+        for key, f in list(self.files.items()):
+            if f.seen_at_path:
+                continue
+            if f.gone_since is None:
+                f.gone_since = now
+                self.notices.append(SourceNotice("rotated", f.path, "no longer at its path; "
+                                                 "reading it to its end"))
+            if now - max(f.gone_since, f.last_growth) >= self.rotate_wait and f.offset >= f.size():
+                done.append(f)
+                del self.files[key]
+        return done
+
+    def _open(self, path: str, now: float) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            why = e.strerror or str(e)
+            if self._unreadable.get(path) != why:
+                self._unreadable[path] = why
+                hint = " (grant read access; it is retried every poll)" if e.errno in (
+                    errno.EACCES, errno.EPERM) else ""
+                self.notices.append(SourceNotice("unreadable", path, why + hint))
+            return
+        if path in self._unreadable:
+            del self._unreadable[path]
+            self.notices.append(SourceNotice("recovered", path, "readable again"))
+        ident = identify(fd, self.fingerprint_bytes)
+        size = os.fstat(fd).st_size
+        offset, how, parked_for = self._start_offset(fd, ident, size, now)
+        f = TailedFile(fd=fd, identity=ident, path=path, source_id=_source_id(path, ident),
+                       offset=offset, last_growth=now, parked_for=parked_for)
+        f.tail = f.bytes_before(offset, TAIL_BYTES)
+        self.files[ident.inode_key] = f
+        self.notices.append(SourceNotice("opened", path, f"{how} at offset {offset}"))
+
+    def _start_offset(
+        self, fd: int, ident: FileIdentity, size: int, now: float
+    ) -> tuple[int, str, tuple[int, int] | None]:
+        for cp in self.state.find(ident.dev, ident.ino):
+            n, h = fingerprint(fd, cp.identity.fp_len)
+            if n != cp.identity.fp_len or h != cp.identity.fp_hash:
+                continue  # the inode was reused by another file
+            if cp.offset > size:
+                return 0, "truncated while stopped: from the beginning", None
+            if cp.tail_hash and _tail_hash(fd, cp.offset) != cp.tail_hash:
+                continue  # same first bytes, different content before the offset
+            return cp.offset, "resumed from checkpoint", None
+        copy = self._copy_of(fd, size, now)
+        if copy is not None:
+            return copy
+        if self._first_scan and not self.from_beginning and not self.state.loaded_from_disk:
+            return _start_of_last_line(fd, size), "new at start: from the end", None
+        return 0, "new file: from the beginning", None
+
+    def _copy_of(
+        self, fd: int, size: int, now: float
+    ) -> tuple[int, str, tuple[int, int] | None] | None:
+        """Is this new file a copy of one we read (copytruncate)? Then where to start."""
+        for other in self.files.values():
+            if other.tail and 0 < other.offset <= size and _bytes_before(
+                    fd, other.offset, len(other.tail)) == other.tail:
+                return other.offset, f"copy of {other.path}: parked until it is truncated", \
+                    other.identity.inode_key
+        self._truncations = [t for t in self._truncations if now - t[2] < TRUNCATION_MEMORY]
+        for offset, tail, _when in self._truncations:
+            if tail and 0 < offset <= size and _bytes_before(fd, offset, len(tail)) == tail:
+                return offset, "copy of a truncated file: from where its original was read", None
+        return None
+
+    def check_truncation(self, f: TailedFile) -> bool:
+        """Copytruncate: the file shrank below our offset or its first bytes changed."""
+        size = f.size()
+        if size < f.offset:
+            truncated = True
+        elif f.identity.fp_len and size >= f.identity.fp_len:
+            n, h = fingerprint(f.fd, f.identity.fp_len)
+            truncated = h != f.identity.fp_hash
+        else:
+            truncated = False
+        if truncated:
+            self._truncations.append((f.offset, f.tail, self.clock()))
+            for copy in self.files.values():
+                if copy.parked_for == f.identity.inode_key:
+                    copy.parked_for = None
+                    copy.offset = min(f.offset, copy.size())
+                    self.notices.append(SourceNotice(
+                        "opened", copy.path, f"copy of truncated {f.path}: reading from "
+                                             f"offset {copy.offset}"))
+            f.offset = 0
+            f.tail = b""
+            f.identity = identify(f.fd, self.fingerprint_bytes)
+            self.notices.append(SourceNotice("truncated", f.path, "restarting at offset 0"))
+        return truncated
+
+    def refresh_identity(self, f: TailedFile) -> None:
+        """Grow a short fingerprint once the file has more bytes (checkpoints keep the longest)."""
+        if f.identity.fp_len < self.fingerprint_bytes and f.size() > f.identity.fp_len:
+            n, h = fingerprint(f.fd, f.identity.fp_len)
+            if h == f.identity.fp_hash:
+                f.identity = identify(f.fd, self.fingerprint_bytes)
+
+    def checkpoint(self, f: TailedFile, offset: int, now: float) -> None:
+        self.refresh_identity(f)
+        for key in [k for k, c in self.state.files.items()
+                    if c.identity.inode_key == f.identity.inode_key and k != f.identity.key]:
+            del self.state.files[key]
+        self.state.files[f.identity.key] = FileCheckpoint(
+            f.identity, offset, f.path, now, _tail_hash(f.fd, offset))
+
+    def close(self, f: TailedFile) -> None:
+        try:
+            os.close(f.fd)
+        except OSError:
+            pass
+        self.notices.append(SourceNotice("closed", f.path, f"at offset {f.offset}"))
+
+    def close_all(self) -> None:
+        for f in list(self.files.values()):
+            self.close(f)
+        self.files.clear()
+
+    def take_notices(self) -> list[SourceNotice]:
+        out, self.notices = self.notices, []
+        return out
