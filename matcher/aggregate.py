@@ -79,6 +79,12 @@ class _Group:
     occurrences: int = 1
     consequences: list[str] = field(default_factory=list)
     observed: float = 0.0
+    offsets: dict[str, int] = field(default_factory=dict)  # source → first record it holds
+
+    def hold(self, record: Record) -> None:
+        held = self.offsets.get(record.source)
+        if held is None or record.offset < held:
+            self.offsets[record.source] = record.offset
 
 
 class Aggregator:
@@ -109,6 +115,7 @@ class Aggregator:
                 text = match.message
                 if text not in cause.consequences:
                     cause.consequences.append(text)
+                cause.hold(record)
                 return out
         key = self._key(record, match)
         group = self._open.get(key)
@@ -124,12 +131,17 @@ class Aggregator:
         else:
             group.ranks.append(rank)
             group.occurrences += 1
+        group.hold(record)
         if match is None or match.pattern.role != "consequence":
             self._last_cause = group
         return out
 
     def tick(self, now: float) -> list[Event]:
         return self._expire(None, now)
+
+    def open_offsets(self, source: str) -> list[int]:
+        """Where the earliest record of `source` in each group not yet emitted starts."""
+        return [g.offsets[source] for g in self._open.values() if source in g.offsets]
 
     def finish(self) -> list[Event]:
         return sorted((self._close(g) for g in list(self._open.values())), key=lambda e: e.offset)

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from matcher import __version__
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.catalog.check import check_examples
+from matcher.decode import INPUT_FORMATS
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
@@ -50,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("inputs", nargs="+", metavar="FILE", help="log files, or - for stdin")
     scan.add_argument("--format", choices=("text", "json"), default="text",
                       help="text for people (default), json: one event per line")
+    scan.add_argument("--input-format", choices=INPUT_FORMATS, default="auto",
+                      help="how the log is wrapped: plain text, Kubernetes CRI (/var/log/pods), "
+                           "docker json-file, or auto (default: judged from each file's first "
+                           "line)")
     _catalog_args(scan)
 
     watch = sub.add_parser("watch", help="the daemon: tail logs, emit events as they happen")
@@ -98,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "scan":
-            return cmd_scan(args.inputs, args.format, _load(args), sys.stdout)
+            return cmd_scan(args.inputs, args.format, _load(args), sys.stdout,
+                            input_format=args.input_format)
         if args.command == "watch":
             return cmd_watch(args)
         if args.command == "explain":
@@ -166,9 +172,10 @@ def _load(args: argparse.Namespace) -> Catalog:
     return catalog
 
 
-def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO) -> int:
+def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
+             input_format: str = "auto", err: TextIO | None = None) -> int:
     engine = Engine(catalog.records)
-    pipeline = Pipeline(engine, catalog_version=catalog.version)
+    pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format)
     redactor = Redactor()
     events = []
     for name in inputs:
@@ -187,6 +194,10 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO) -> 
                 raise UsageError(f"cannot read {name}: {e.strerror}") from e
         events.extend(pipeline.end_of_source(source))
     events.extend(pipeline.finish())
+    for source, bad in pipeline.stats.by_source_malformed.items():
+        fmt_name = pipeline.stats.by_source_format.get(source, input_format)
+        print(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} format, "
+              "read as plain text", file=err or sys.stderr)
     dicts = [event_dict(e, redactor) for e in sorted(events, key=_event_order(inputs))]
     if fmt == "json":
         for d in dicts:

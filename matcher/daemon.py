@@ -174,7 +174,7 @@ class Daemon:
         for _ in range(1000):
             if not self.read_round(now):
                 break
-        self._emit(self.pipeline.finish(now))
+        self._emit(self.pipeline.drain(now))
         self.checkpoint(final=True)
         self.files.close_all()
         self.log.info("stopped")
@@ -222,18 +222,20 @@ class Daemon:
         if f.parked_for is not None:
             return False
         try:
+            if self._truncated(f, now):
+                return True
             data = f.read(budget)
+            if data and self._truncated(f, now, len(data)):
+                return True  # rewritten while we read: what we read is not this file's now
         except OSError as e:
             self.log.error("read_failed", path=f.path, detail=e.strerror)
             return False
         if data:
             f.last_growth = now
             f.pending_partial_since = None
+            if f.identity.fp_len < self.config.fingerprint_bytes:
+                self.files.refresh_identity(f)  # a young file: its fingerprint grows with it
             self._emit(self.pipeline.feed(Chunk(data, f.source_id, f.offset), now))
-            return True
-        if self.files.check_truncation(f):
-            self._emit(self.pipeline.end_of_source(f.source_id, now))
-            self._log_notices()
             return True
         partial_start = self.pipeline.partial_line_start(f.source_id)
         if partial_start is not None:
@@ -243,6 +245,13 @@ class Daemon:
                 self._emit(self.pipeline.flush_partial(f.source_id, now))
                 f.pending_partial_since = None
         return False
+
+    def _truncated(self, f: TailedFile, now: float, just_read: int = 0) -> bool:
+        if not self.files.check_truncation(f, just_read):
+            return False
+        self._emit(self.pipeline.end_of_source(f.source_id, now))
+        self._log_notices()
+        return True
 
     def _drain_file(self, f: TailedFile, now: float) -> None:
         while self._read_file(f, now, 1 << 20):

@@ -7,13 +7,43 @@ that). Lines longer than `max_line_bytes` keep their first `max_line_bytes` and 
 the line is emitted at its newline, so its `end_offset` is where the next line starts. Invalid
 UTF-8 is decoded with U+FFFD replacement characters and NUL bytes are kept as they are: the
 text is damaged where the input was, and nothing after it is lost.
+
+Then, per source, `LineDecoder` turns those raw lines into content lines, by format:
+
+- `plain`: the line is the content.
+- `cri` (Kubernetes, `/var/log/pods`): `<rfc3339nano> <stdout|stderr> <P|F> <content>`. The
+  runtime cuts long lines into `P` (partial) pieces ended by an `F` piece of the same stream;
+  they are joined into one line that keeps the first piece's `offset`, `lineno` and `ts` and the
+  last piece's `end_offset`. The other stream's lines may come in between and pass first.
+- `docker` (json-file driver): `{"log": "…\n", "stream": "stdout", "time": "…"}` per line; a
+  `log` without its trailing newline is a partial (docker cuts at 16 KiB) joined with the next.
+- `auto`: the first non-empty line of the source decides (CRI shape, a JSON object with a `log`
+  key, else plain); the choice then holds for the source.
+
+What the decoder can lose: content beyond `max_line_bytes` (the joined line keeps its first
+`max_line_bytes`, is marked `truncated`, and later pieces are counted as read but not kept); a
+multi-byte character that the runtime cut between two CRI pieces becomes U+FFFD (the splitter
+decodes each piece on its own), and a carriage return that ends a CRI `P` piece is dropped;
+docker's own JSON already carries U+FFFD for bytes it could not encode. A line that is not
+in the format (bad CRI timestamp, stream or tag; JSON that does not parse, or that the
+splitter had to cut) is not lost: it is passed on as plain text and counted in `malformed`.
+A partial whose last piece never comes waits until `finish()` (end of input, or the caller
+deciding it has been idle long enough).
 """
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass
+
 from matcher.types import Chunk, Line, Stream
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
+INPUT_FORMATS = ("auto", "plain", "cri", "docker")
+# Room a raw container-format line needs around its content: the CRI prefix, docker's JSON
+# keys and the escaping of the content (a quote or backslash doubles).
+_RAW_SLACK = 4096
 
 
 def _decode(raw: bytes) -> str:
@@ -44,6 +74,16 @@ class LineSplitter:
     @property
     def pending_bytes(self) -> int:
         return len(self._pending)
+
+    @property
+    def position(self) -> int:
+        """Where the line being read starts: every byte before it has been handed on as lines."""
+        return self._pending_offset
+
+    @property
+    def partial_offset(self) -> int | None:
+        """Start of a line read in part and still waiting for its newline, if there is one."""
+        return self._pending_offset if (self._pending or self._overflow) else None
 
     def feed(self, chunk: Chunk) -> list[Line]:
         data = chunk.data
@@ -100,3 +140,185 @@ class LineSplitter:
             truncated=truncated,
             lineno=self._lineno,
         )
+
+
+# -- container log formats -------------------------------------------------------------------
+
+_CRI = re.compile(
+    r"(?P<ts>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    r"T(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d))"
+    r" (?P<stream>stdout|stderr) (?P<tag>[PF])(?::\S*)?(?: |$)"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
+    """`text` cut to its first `max_bytes` UTF-8 bytes, and whether it was cut."""
+    if len(text) * 4 <= max_bytes:
+        return text, False
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= max_bytes:
+        return text, False
+    return raw[:max_bytes].decode("utf-8", "ignore"), True  # a character cut in two is dropped
+
+
+def cap_line(line: Line, max_bytes: int) -> Line:
+    text, cut = cap_text(line.text, max_bytes)
+    if not cut:
+        return line
+    return Line(text, line.source, line.offset, line.end_offset, line.stream, line.ts, True,
+                line.lineno)
+
+
+def parse_docker(text: str) -> tuple[str, Stream, str | None] | None:
+    """`(log, stream, time)` of a docker json-file line, or None if it is not one."""
+    if not text.startswith("{"):
+        return None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    log = obj.get("log")
+    if not isinstance(log, str):
+        return None
+    if _SURROGATE.search(log):  # `\ud800` escapes that pair with nothing: not text
+        log = _SURROGATE.sub("\ufffd", log)
+    stream = obj.get("stream")
+    ts = obj.get("time")
+    return (log, stream if stream in ("stdout", "stderr") else "",
+            ts if isinstance(ts, str) else None)
+
+
+def detect_format(text: str) -> str:
+    """The format a source is in, judged from its first non-empty line."""
+    if _CRI.match(text):
+        return "cri"
+    if parse_docker(text) is not None:
+        return "docker"
+    return "plain"
+
+
+@dataclass(slots=True)
+class _Partial:
+    """A line of one stream whose pieces have started to arrive but not its last one."""
+
+    source: str
+    offset: int
+    end_offset: int
+    stream: Stream
+    ts: str | None
+    lineno: int
+    parts: list[str]
+    size: int = 0  # UTF-8 bytes kept in `parts`
+    truncated: bool = False
+
+    def add(self, piece: str, end_offset: int, truncated: bool, max_bytes: int) -> None:
+        self.end_offset = end_offset
+        self.truncated |= truncated
+        room = max_bytes - self.size
+        if not piece or room <= 0:
+            self.truncated |= bool(piece)
+            return
+        raw = piece.encode("utf-8", "surrogatepass")
+        if len(raw) > room:
+            raw = raw[:room]
+            piece = raw.decode("utf-8", "ignore")
+            self.truncated = True
+        self.parts.append(piece)
+        self.size += len(raw)
+
+    def to_line(self) -> Line:
+        text = "".join(self.parts)
+        if text.endswith("\r"):
+            text = text[:-1]
+        return Line(text, self.source, self.offset, self.end_offset, self.stream, self.ts,
+                    self.truncated, self.lineno)
+
+
+class LineDecoder:
+    """Turns the raw lines of one source into content lines; one instance per source.
+
+    Pure and bounded: at most one partial line per stream is held, each at most
+    `max_line_bytes`. Lines that are not in the format are passed on as plain text and counted in
+    `malformed`. `raw_max_line_bytes` is the cap the `LineSplitter` in front of it should use, so
+    that a container line whose content is just under the cap is not cut by its wrapping.
+    """
+
+    def __init__(
+        self, format: str = "auto", *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    ) -> None:
+        if format not in INPUT_FORMATS:
+            raise ValueError(f"input format {format!r} is not one of {', '.join(INPUT_FORMATS)}")
+        self.format = format
+        self.max_line_bytes = max_line_bytes
+        self.detected: str | None = None if format == "auto" else format
+        self.malformed = 0
+        self._partials: dict[str, _Partial] = {}
+
+    @property
+    def raw_max_line_bytes(self) -> int:
+        if self.format == "plain":
+            return self.max_line_bytes
+        return 2 * self.max_line_bytes + _RAW_SLACK
+
+    @property
+    def pending_offset(self) -> int | None:
+        """Start of the earliest partial line still waiting for its last piece."""
+        return min((p.offset for p in self._partials.values()), default=None)
+
+    def decode(self, line: Line) -> list[Line]:
+        fmt = self.detected
+        if fmt is None:
+            if not line.text.strip():
+                # blank before the first content: nothing to judge the format by yet
+                return [cap_line(line, self.max_line_bytes)]
+            fmt = self.detected = detect_format(line.text)
+        if fmt == "cri":
+            return self._cri(line)
+        if fmt == "docker":
+            return self._docker(line)
+        return [cap_line(line, self.max_line_bytes)]
+
+    def finish(self) -> list[Line]:
+        """Hand on partial lines still waiting (end of input, or idle); the decoder goes on."""
+        out = [p.to_line() for p in sorted(self._partials.values(), key=lambda p: p.offset)]
+        self._partials.clear()
+        return out
+
+    def _cri(self, line: Line) -> list[Line]:
+        m = _CRI.match(line.text)
+        if m is None:
+            self.malformed += 1
+            return [cap_line(line, self.max_line_bytes)]
+        stream: Stream = m.group("stream")  # type: ignore[assignment]
+        piece = line.text[m.end():]
+        return self._piece(line, piece, stream, m.group("ts"), m.group("tag") == "F")
+
+    def _docker(self, line: Line) -> list[Line]:
+        parsed = parse_docker(line.text)
+        if parsed is None:
+            self.malformed += 1
+            return [cap_line(line, self.max_line_bytes)]
+        log, stream, ts = parsed
+        last = log.endswith("\n")
+        return self._piece(line, log[:-1] if last else log, stream, ts, last)
+
+    def _piece(self, line: Line, piece: str, stream: Stream, ts: str | None,
+               last: bool) -> list[Line]:
+        part = self._partials.get(stream)
+        if part is None:
+            if last:
+                text, cut = cap_text(piece, self.max_line_bytes)
+                if text.endswith("\r"):
+                    text = text[:-1]
+                return [Line(text, line.source, line.offset, line.end_offset, stream, ts,
+                             cut or line.truncated, line.lineno)]
+            part = self._partials[stream] = _Partial(
+                line.source, line.offset, line.end_offset, stream, ts, line.lineno, [])
+        part.add(piece, line.end_offset, line.truncated, self.max_line_bytes)
+        if not last:
+            return []
+        del self._partials[stream]
+        return [part.to_line()]

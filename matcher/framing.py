@@ -159,6 +159,10 @@ class Framer:
     def open_tracebacks(self) -> int:
         return len(self._open)
 
+    def open_offsets(self) -> list[int]:
+        """Where each record still being assembled starts: its lines are not handed on yet."""
+        return [tb.offset for tb in self._open.values()]
+
     def feed(self, line: Line, now: float = 0.0) -> list[Record]:
         out: list[Record] = []
         text = strip_ansi(line.text)

@@ -1,27 +1,50 @@
 """The pure middle of the pipeline: chunks in, events out — shared by `scan` and the daemon.
 
-decode (per source) → frame (per source) → match → aggregate. Nothing here reads files or
-clocks: callers pass chunks and `now`, and take the events to their sinks.
+split (per source) → decode (per source: plain | cri | docker) → frame (per source) → match →
+aggregate. Nothing here reads files or clocks: callers pass chunks and `now`, and take the
+events to their sinks. A source that yields lines already (the journal) enters at the framer
+through `feed_lines`; one source name is fed one way only.
+
+For at-least-once delivery the caller checkpoints `checkpoint_offset(source)` after its sinks
+accepted the events returned so far: every byte below it has become an emitted event or was
+found to need none. What is still held — a partial line, a CRI/docker partial, a traceback
+waiting for its end, a group inside the aggregation window — keeps the checkpoint at its
+start, so a crash re-reads it (and may repeat events emitted after that start) but never loses
+it. After `end_of_source` it is the ended stream's end (or the start of its records still in
+the aggregation window) until the source is fed again. Offsets of a stream that ended and of
+the one that follows under the same source name (a truncated file read again from 0) are not
+told apart: the old stream's records in the window can only hold the new checkpoint back,
+never move it forward.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from matcher.aggregate import DEFAULT_WINDOW, Aggregator
-from matcher.decode import DEFAULT_MAX_LINE_BYTES, LineSplitter
+from matcher.decode import (
+    DEFAULT_MAX_LINE_BYTES,
+    INPUT_FORMATS,
+    LineDecoder,
+    LineSplitter,
+    cap_line,
+)
 from matcher.engine import Engine
 from matcher.framing import Framer
-from matcher.types import Chunk, Event, Record
+from matcher.types import Chunk, Event, Line, Record
 
 
 @dataclass(slots=True)
 class PipelineStats:
-    lines: int = 0
+    lines: int = 0  # content lines, after decoding
     bytes: int = 0
     records: int = 0
     lines_truncated: int = 0
+    lines_malformed: int = 0  # not in the source's container format: read as plain text
     by_source_lines: dict[str, int] = field(default_factory=dict)
+    by_source_malformed: dict[str, int] = field(default_factory=dict)
+    by_source_format: dict[str, str] = field(default_factory=dict)  # as decided for each source
 
 
 class Pipeline:
@@ -34,38 +57,66 @@ class Pipeline:
         window: float = DEFAULT_WINDOW,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         flush_after: float = 5.0,
+        input_format: str = "auto",
     ) -> None:
+        if input_format not in INPUT_FORMATS:
+            raise ValueError(f"input format {input_format!r} is not one of "
+                             f"{', '.join(INPUT_FORMATS)}")
         self.engine = engine
         self.aggregator = Aggregator(window=window, catalog_version=catalog_version, labels=labels)
         self.max_line_bytes = max_line_bytes
         self.flush_after = flush_after
+        self.input_format = input_format
         self.stats = PipelineStats()
         self._splitters: dict[str, LineSplitter] = {}
+        self._decoders: dict[str, LineDecoder] = {}
         self._framers: dict[str, Framer] = {}
+        self._positions: dict[str, int] = {}  # source → end of the last line taken in
+
+    # -- input -------------------------------------------------------------------------------
 
     def feed(self, chunk: Chunk, now: float = 0.0) -> list[Event]:
-        splitter = self._splitter(chunk.source)
-        framer = self._framer(chunk.source)
+        source = chunk.source
+        decoder = self._decoder(source)
+        splitter = self._splitter(source, decoder)
         self.stats.bytes += len(chunk.data)
-        records: list[Record] = []
-        lines = splitter.feed(chunk)
-        self._count(chunk.source, lines)
-        for line in lines:
-            records.extend(framer.feed(line, now))
-        return self._records(records, now)
+        lines = self._decode(source, decoder, splitter.feed(chunk))
+        self._positions[source] = splitter.position
+        return self._frame(source, lines, now)
+
+    def feed_lines(self, source: str, lines: Iterable[Line], now: float = 0.0) -> list[Event]:
+        """Lines already decoded by their source (the journal): they enter at the framer."""
+        taken = [cap_line(line, self.max_line_bytes) for line in lines]
+        self._count(source, taken)
+        if taken:
+            self._positions[source] = taken[-1].end_offset
+        return self._frame(source, taken, now)
+
+    def flush_partial(self, source: str, now: float = 0.0) -> list[Event]:
+        """Hand on a last line still waiting for its end (the caller saw it idle long enough).
+
+        Both the bytes after the last newline and a CRI/docker partial are flushed; what the
+        source writes after that starts a new line.
+        """
+        splitter = self._splitters.get(source)
+        decoder = self._decoders.get(source)
+        if splitter is None or decoder is None:
+            return []
+        lines = self._decode(source, decoder, splitter.finish())
+        tail = decoder.finish()
+        self._count(source, tail)
+        self._positions[source] = splitter.position
+        return self._frame(source, lines + tail, now)
 
     def end_of_source(self, source: str, now: float = 0.0) -> list[Event]:
         """The source ended (end of a scanned file, a rotated file read to its end)."""
-        records: list[Record] = []
-        splitter = self._splitters.pop(source, None)
+        events = self.flush_partial(source, now)
+        self._splitters.pop(source, None)
+        self._decoders.pop(source, None)
         framer = self._framers.pop(source, None)
-        if splitter is not None and framer is not None:
-            lines = splitter.finish()
-            self._count(source, lines)
-            for line in lines:
-                records.extend(framer.feed(line, now))
-            records.extend(framer.finish())
-        return self._records(records, now)
+        if framer is not None:
+            events += self._records(framer.finish(), now)
+        return events
 
     def tick(self, now: float) -> list[Event]:
         records: list[Record] = []
@@ -75,9 +126,79 @@ class Pipeline:
 
     def finish(self, now: float = 0.0) -> list[Event]:
         events: list[Event] = []
-        for source in list(self._splitters):
+        for source in list({**self._splitters, **self._framers}):
             events.extend(self.end_of_source(source, now))
         return events + self.aggregator.finish()
+
+    def drain(self, now: float = 0.0) -> list[Event]:
+        """Shutdown: every open record and aggregation window becomes an event; a partial last
+        line is left unread, so the final checkpoint stays at its start and the line is read
+        once, complete, after a restart."""
+        records: list[Record] = []
+        for framer in self._framers.values():
+            records.extend(framer.finish())
+        return self._records(records, now) + self.aggregator.finish()
+
+    # -- positions ---------------------------------------------------------------------------
+
+    def partial_line_start(self, source: str) -> int | None:
+        """Start of a line of `source` begun but not ended (raw bytes, or a CRI/docker partial)."""
+        starts = []
+        splitter = self._splitters.get(source)
+        if splitter is not None and splitter.partial_offset is not None:
+            starts.append(splitter.partial_offset)
+        decoder = self._decoders.get(source)
+        if decoder is not None and decoder.pending_offset is not None:
+            starts.append(decoder.pending_offset)
+        return min(starts, default=None)
+
+    def checkpoint_offset(self, source: str) -> int | None:
+        """The offset below which every byte of `source` is emitted as events or needs none.
+
+        None if nothing of `source` was taken in yet.
+        """
+        position = self._positions.get(source)
+        if position is None:
+            return None
+        held = [position, *self.aggregator.open_offsets(source)]
+        decoder = self._decoders.get(source)
+        if decoder is not None and decoder.pending_offset is not None:
+            held.append(decoder.pending_offset)
+        framer = self._framers.get(source)
+        if framer is not None:
+            held.extend(framer.open_offsets())
+        return min(held)
+
+    def detected_format(self, source: str) -> str | None:
+        """The container format `source` is read as (None until its first non-empty line)."""
+        decoder = self._decoders.get(source)
+        return decoder.detected if decoder is not None else None
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _decode(self, source: str, decoder: LineDecoder, raw: list[Line]) -> list[Line]:
+        before = decoder.malformed
+        lines: list[Line] = []
+        for line in raw:
+            lines.extend(decoder.decode(line))
+        if decoder.detected is not None:
+            self.stats.by_source_format[source] = decoder.detected
+        bad = decoder.malformed - before
+        if bad:
+            self.stats.lines_malformed += bad
+            self.stats.by_source_malformed[source] = \
+                self.stats.by_source_malformed.get(source, 0) + bad
+        self._count(source, lines)
+        return lines
+
+    def _frame(self, source: str, lines: list[Line], now: float) -> list[Event]:
+        if not lines:
+            return []
+        framer = self._framer(source)
+        records: list[Record] = []
+        for line in lines:
+            records.extend(framer.feed(line, now))
+        return self._records(records, now)
 
     def _records(self, records: list[Record], now: float) -> list[Event]:
         events: list[Event] = []
@@ -86,15 +207,23 @@ class Pipeline:
             events.extend(self.aggregator.add(record, self.engine.match(record), now))
         return events
 
-    def _count(self, source: str, lines: list) -> None:  # type: ignore[type-arg]
+    def _count(self, source: str, lines: list[Line]) -> None:
         self.stats.lines += len(lines)
         self.stats.by_source_lines[source] = self.stats.by_source_lines.get(source, 0) + len(lines)
         self.stats.lines_truncated += sum(1 for line in lines if line.truncated)
 
-    def _splitter(self, source: str) -> LineSplitter:
+    def _decoder(self, source: str) -> LineDecoder:
+        d = self._decoders.get(source)
+        if d is None:
+            d = self._decoders[source] = LineDecoder(self.input_format,
+                                                     max_line_bytes=self.max_line_bytes)
+        return d
+
+    def _splitter(self, source: str, decoder: LineDecoder) -> LineSplitter:
         s = self._splitters.get(source)
         if s is None:
-            s = self._splitters[source] = LineSplitter(source, max_line_bytes=self.max_line_bytes)
+            s = self._splitters[source] = LineSplitter(
+                source, max_line_bytes=decoder.raw_max_line_bytes)
         return s
 
     def _framer(self, source: str) -> Framer:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from matcher.aggregate import Aggregator, fingerprint, mask_message
 from matcher.catalog.check import frame_text
 from matcher.engine import Engine
@@ -77,3 +79,23 @@ def test_unknown_exception_gets_a_stable_fingerprint():
 
 def test_plain_lines_that_match_nothing_make_no_event():
     assert run("[2026-01-01 12:00:00 TP0] Decode batch. #running-req: 1\n", engine_with(NCCL)) == []
+
+
+def test_open_offsets_name_each_sources_first_record_in_groups_not_yet_emitted():
+    """A group holds the first record of each source it took one from, consequences included."""
+    engine = engine_with(NCCL, SIGQUIT)
+    line = ("[2026-01-01 12:00:0{s} TP{r}] "
+            "RuntimeError: NCCL error in: x.cpp:1, unhandled system error")
+    agg = Aggregator()
+    records = [
+        (frame_text(line.format(s=0, r=0), "a")[0], 30),
+        (frame_text(line.format(s=0, r=1), "a")[0], 10),
+        (frame_text(line.format(s=1, r=2), "b")[0], 70),
+        (frame_text("[2026-01-01 12:00:02] Received sigquit from a child process.", "c")[0], 5),
+    ]
+    for record, offset in records:
+        assert agg.add(replace(record, offset=offset), engine.match(record)) == []
+    assert [agg.open_offsets(s) for s in ("a", "b", "c", "d")] == [[10], [70], [5], []]
+    (e,) = agg.finish()
+    assert (e.ranks, e.consequences, agg.open_offsets("a")) == (
+        ("TP0", "TP1", "TP2"), ("Received sigquit from a child process.",), [])

@@ -216,3 +216,22 @@ def test_message_with_blank_lines_stays_whole_and_warnings_end_it():
     tb, warning = frame_text(text)
     assert tb.exceptions[-1].message.endswith("device-side assertions.\n\nPossible solutions:")
     assert warning.header.startswith("/usr/lib/python3/dist-packages/torch/cuda/__init__.py:182")
+
+
+def test_open_offsets_are_where_each_record_still_being_assembled_starts():
+    """Two ranks' tracebacks and a lone exception line, all open: their first lines' offsets."""
+    text = (
+        "[2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        "[2026-01-01 12:00:00 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+        "[2026-01-01 12:00:00 TP1] Decode batch. #running-req: 1\n"
+        "[2026-01-01 12:00:00 TP2] torch.distributed.DistBackendError: NCCL error\n"
+    )
+    framer = Framer()
+    out = []
+    for i, raw in enumerate(text.splitlines()):
+        out += framer.feed(Line(raw, "s", 10 * i, 10 * i + 10))
+    assert [(r.kind, r.ranks, r.offset) for r in out] == [
+        ("traceback", ("TP1",), 10), ("line", ("TP1",), 20)]
+    assert sorted(framer.open_offsets()) == [0, 30]
+    framer.finish()
+    assert framer.open_offsets() == []

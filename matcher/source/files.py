@@ -137,8 +137,8 @@ class FileSet:
         self._first_scan = True
         self._unreadable: dict[str, str] = {}
         self.notices: list[SourceNotice] = []
-        # (offset, tail bytes, when) of files truncated in place, to recognize their copy
-        self._truncations: list[tuple[int, bytes, float]] = []
+        # (identity, offset, tail bytes, when) of files truncated in place: to know their copy
+        self._truncations: list[tuple[FileIdentity, int, bytes, float]] = []
 
     def paths(self) -> list[str]:
         out: list[str] = []
@@ -229,20 +229,42 @@ class FileSet:
     def _copy_of(
         self, fd: int, size: int, now: float
     ) -> tuple[int, str, tuple[int, int] | None] | None:
-        """Is this new file a copy of one we read (copytruncate)? Then where to start."""
+        """Is this new file a copy of one we read (copytruncate)? Then where to start.
+
+        A copy has its original's first bytes, and the same bytes before the point where the
+        copy ends or where we stopped reading the original, whichever comes first.
+        """
         for other in self.files.values():
-            if other.tail and 0 < other.offset <= size and _bytes_before(
-                    fd, other.offset, len(other.tail)) == other.tail:
-                return other.offset, f"copy of {other.path}: parked until it is truncated", \
+            head = (other.identity.fp_len, other.identity.fp_hash)
+            if other.identity.fp_len == 0 or fingerprint(fd, other.identity.fp_len) != head:
+                continue
+            m = min(size, other.offset)
+            if m == 0:
+                continue
+            if m == other.offset:  # compare with what we read, whatever the original holds now
+                same = bool(other.tail) and _bytes_before(fd, m, len(other.tail)) == other.tail
+            else:  # the copy ends before where we are: the original may be rewritten already
+                same = (_bytes_before(fd, m, TAIL_BYTES) == other.bytes_before(m, TAIL_BYTES)
+                        or fingerprint(other.fd, other.identity.fp_len) != head)
+            if same:
+                return m, f"copy of {other.path}: parked until it is truncated", \
                     other.identity.inode_key
-        self._truncations = [t for t in self._truncations if now - t[2] < TRUNCATION_MEMORY]
-        for offset, tail, _when in self._truncations:
-            if tail and 0 < offset <= size and _bytes_before(fd, offset, len(tail)) == tail:
+        self._truncations = [t for t in self._truncations if now - t[3] < TRUNCATION_MEMORY]
+        for ident, offset, tail, _when in self._truncations:
+            if ident.fp_len == 0 or fingerprint(fd, ident.fp_len) != (ident.fp_len, ident.fp_hash):
+                continue
+            if size < offset:
+                return size, "copy of a truncated file, already read in full", None
+            if _bytes_before(fd, offset, len(tail)) == tail:
                 return offset, "copy of a truncated file: from where its original was read", None
         return None
 
-    def check_truncation(self, f: TailedFile) -> bool:
-        """Copytruncate: the file shrank below our offset or its first bytes changed."""
+    def check_truncation(self, f: TailedFile, just_read: int = 0) -> bool:
+        """Copytruncate: the file shrank below our offset or its first bytes changed.
+
+        Called before each read and after it (`just_read` bytes): a file truncated and written
+        again while we read is caught by its first bytes, and what we just read is dropped.
+        """
         size = f.size()
         if size < f.offset:
             truncated = True
@@ -252,7 +274,8 @@ class FileSet:
         else:
             truncated = False
         if truncated:
-            self._truncations.append((f.offset, f.tail, self.clock()))
+            f.offset -= just_read
+            self._truncations.append((f.identity, f.offset, f.tail, self.clock()))
             for copy in self.files.values():
                 if copy.parked_for == f.identity.inode_key:
                     copy.parked_for = None

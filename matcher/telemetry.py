@@ -1,0 +1,275 @@
+"""The pipeline's reports about itself: each one is logged and counted here, and nowhere else.
+
+A file rotated, a line cut at the length cap, a reload that failed, a webhook that is down: the
+caller says what happened once, and this module writes the log entry (structlog, snake_case
+event names, every field redacted) and moves the matching `sglang_matcher_*` series. Keeping
+both in one place means a log line an operator sees always has a counter they can alert on.
+
+Label values are bounded: `source` is the short name the caller gives (a configured name or a
+display name, never a raw path), and only the first `max_sources` distinct names get a series of
+their own, later ones count as `other`; `stage` and `error_type` come from fixed sets, anything
+else counts as `other`. What is lost: only log lines — notices that could flood the log (webhook
+drops and failures) are logged at most once per `quiet_for` seconds with the number held back,
+while their counters always count every one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from matcher.redact import Redactor
+from matcher.sinks.metrics import OTHER, BoundedValues, check_static_labels
+
+MAX_SOURCES = 64
+
+STAGES = ("discover", "read", "decode", "frame", "match", "aggregate", "sink", "checkpoint",
+          "reload", "webhook", "http")
+ERROR_TYPES = (
+    "OSError", "PermissionError", "FileNotFoundError", "IsADirectoryError", "UnicodeDecodeError",
+    "ValueError", "TypeError", "KeyError", "RuntimeError", "TimeoutError", "MemoryError",
+    "ConnectionError", "URLError", "HTTPError", "JSONDecodeError", "CheckpointError",
+    "CatalogError", "ConfigError", "RegexTimeout",
+)
+WEBHOOK_FAILURES = ("rejected", "retries_exhausted", "shutdown")
+ReloadResult = Literal["ok", "failed"]
+
+
+class Logger(Protocol):
+    """The part of a structlog bound logger this module uses."""
+
+    def info(self, event: str, **kw: Any) -> Any: ...
+    def warning(self, event: str, **kw: Any) -> Any: ...
+    def error(self, event: str, **kw: Any) -> Any: ...
+
+
+class Telemetry:
+    """Logs and counts the pipeline's own events on an injected registry and logger.
+
+    `static_labels` (from config) are added to every series; `redactor`, when given, cleans every
+    logged field; `clock` (monotonic seconds) paces the notices that are logged at most once per
+    `quiet_for` seconds.
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        logger: Logger,
+        static_labels: Mapping[str, str] | None = None,
+        *,
+        redactor: Redactor | None = None,
+        max_sources: int = MAX_SOURCES,
+        stages: Iterable[str] = STAGES,
+        error_types: Iterable[str] = ERROR_TYPES,
+        quiet_for: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._static = check_static_labels(
+            static_labels or {}, ("source", "result", "stage", "error_type", "reason"))
+        self._names = names = tuple(self._static)
+        self._registry = registry
+        self._log = logger
+        self._redactor = redactor
+        self._sources = BoundedValues(max_sources, pinned=(OTHER,))
+        self._stages = frozenset(stages)
+        self._error_types = frozenset(error_types)
+        self._quiet_for = quiet_for
+        self._clock = clock
+        self._held: dict[str, tuple[float, int]] = {}  # notice kind -> (last logged, held back)
+        self._lock = threading.Lock()
+
+        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
+            return Counter(name, doc, (*labels, *names), registry=registry)
+
+        def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
+            return Gauge(name, doc, (*labels, *names), registry=registry)
+
+        self._lines = counter("sglang_matcher_lines_total", "Log lines read, by source.",
+                              ("source",))
+        self._bytes = counter("sglang_matcher_bytes_total", "Log bytes read, by source.",
+                              ("source",))
+        self._lag = gauge("sglang_matcher_read_lag_bytes",
+                          "Bytes written to a source and not yet read (file size minus offset).",
+                          ("source",))
+        self._rotations = counter("sglang_matcher_rotations_total",
+                                  "Files that were rotated away (renamed or replaced), by source.",
+                                  ("source",))
+        self._truncations = counter("sglang_matcher_truncations_total",
+                                    "Files truncated in place (copytruncate), by source.",
+                                    ("source",))
+        self._lines_truncated = counter("sglang_matcher_lines_truncated_total",
+                                        "Lines longer than the line cap, cut, by source.",
+                                        ("source",))
+        self._checkpoint_writes = counter("sglang_matcher_checkpoint_writes_total",
+                                          "Checkpoints of read positions written.")
+        self._checkpoint_failures = counter(
+            "sglang_matcher_checkpoint_failures_total",
+            "Checkpoints of read positions that could not be written.")
+        self._reloads = counter("sglang_matcher_reloads_total",
+                                "Config and catalog reloads (SIGHUP), by result.", ("result",))
+        self._suppressed = counter("sglang_matcher_events_suppressed_total",
+                                   "Repeated events not printed because of the repeat rate limit.")
+        self._errors = counter("sglang_matcher_errors_total",
+                               "Errors inside the matcher itself, by pipeline stage and type.",
+                               ("stage", "error_type"))
+        self._webhook: dict[str, Any] | None = None
+        self._checkpoint_writes_child = self._series(self._checkpoint_writes)
+        self._series(self._checkpoint_failures)
+        self._suppressed_child = self._series(self._suppressed)
+        for result in ("ok", "failed"):
+            self._reloads.labels(result=result, **self._static)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def lines(self, source: str, n: int, nbytes: int) -> None:
+        """Lines and bytes read; called per chunk, so it counts and never logs."""
+        s = self._source(source)
+        self._lines.labels(source=s, **self._static).inc(n)
+        self._bytes.labels(source=s, **self._static).inc(nbytes)
+
+    def read_lag(self, source: str, lag_bytes: int) -> None:
+        self._lag.labels(source=self._source(source), **self._static).set(max(0, lag_bytes))
+
+    def source_closed(self, source: str) -> None:
+        """A source that is gone has nothing left to read: its lag is 0, not its last value."""
+        self._lag.labels(source=self._source(source), **self._static).set(0)
+
+    def rotated(self, source: str, **fields: Any) -> None:
+        self._rotations.labels(source=self._source(source), **self._static).inc()
+        self._emit("info", "file_rotated", source=source, **fields)
+
+    def truncated(self, source: str, **fields: Any) -> None:
+        self._truncations.labels(source=self._source(source), **self._static).inc()
+        self._emit("warning", "file_truncated", source=source, **fields)
+
+    def lines_truncated(self, source: str, n: int = 1, **fields: Any) -> None:
+        self._lines_truncated.labels(source=self._source(source), **self._static).inc(n)
+        self._emit("warning", "line_truncated", source=source, lines=n, **fields)
+
+    # -- state and lifecycle --------------------------------------------------------------
+
+    def checkpoint_written(self) -> None:
+        self._checkpoint_writes_child.inc()
+
+    def checkpoint_failed(self, reason: str, **fields: Any) -> None:
+        self._series(self._checkpoint_failures).inc()
+        self._emit("error", "checkpoint_failed", detail=reason, **fields)
+
+    def reload(self, result: ReloadResult, **fields: Any) -> None:
+        if result not in ("ok", "failed"):
+            raise ValueError(f"reload result must be 'ok' or 'failed', not {result!r}")
+        self._reloads.labels(result=result, **self._static).inc()
+        if result == "ok":
+            self._emit("info", "reloaded", **fields)
+        else:
+            self._emit("error", "reload_failed", **fields)
+
+    def events_suppressed(self, n: int) -> None:
+        if n > 0:
+            self._suppressed_child.inc(n)
+
+    def pipeline_error(self, stage: str, error_type: str | BaseException, **fields: Any) -> None:
+        """An error inside the matcher. `error_type` is a class name or the exception itself."""
+        name = error_type if isinstance(error_type, str) else type(error_type).__name__
+        if isinstance(error_type, BaseException) and "detail" not in fields:
+            fields["detail"] = str(error_type)
+        self._errors.labels(stage=stage if stage in self._stages else OTHER,
+                            error_type=name if name in self._error_types else OTHER,
+                            **self._static).inc()
+        self._emit("error", "pipeline_error", stage=stage, error_type=name, **fields)
+
+    def notice(self, kind: str, level: str = "info", **fields: Any) -> None:
+        """Something worth a log line and no counter (started, file_opened, stopped)."""
+        self._emit(level, kind, **fields)
+
+    # -- webhook --------------------------------------------------------------------------
+
+    def webhook_configured(self) -> None:
+        """Create the webhook series (at 0) — only processes with a webhook export them."""
+        with self._lock:
+            if self._webhook is not None:
+                return
+            names = self._names
+            reg = self._registry
+            w: dict[str, Any] = {
+                "delivered": Counter("sglang_matcher_webhook_delivered_total",
+                                     "Events the webhook endpoint accepted (2xx).",
+                                     names, registry=reg),
+                "retries": Counter("sglang_matcher_webhook_retries_total",
+                                   "Webhook POSTs retried after a connection error, timeout, "
+                                   "429 or 5xx.", names, registry=reg),
+                "failed": Counter("sglang_matcher_webhook_failed_total",
+                                  "Events given up: rejected (4xx), retries exhausted, or still "
+                                  "unsent at shutdown.", ("reason", *names), registry=reg),
+                "dropped": Counter("sglang_matcher_webhook_dropped_total",
+                                   "Events dropped, oldest first, because the webhook queue was "
+                                   "full.", names, registry=reg),
+                "queued": Gauge("sglang_matcher_webhook_queue_events",
+                                "Events waiting to be POSTed.", names, registry=reg),
+            }
+            for key in ("delivered", "retries", "dropped", "queued"):
+                self._series(w[key])
+            for reason in WEBHOOK_FAILURES:
+                w["failed"].labels(reason=reason, **self._static)
+            self._webhook = w
+
+    def webhook_delivered(self) -> None:
+        self._series(self._w()["delivered"]).inc()
+
+    def webhook_retry(self, **fields: Any) -> None:
+        self._series(self._w()["retries"]).inc()
+        self._emit_quietly("warning", "webhook_retry", **fields)
+
+    def webhook_failed(self, reason: str, n: int = 1, **fields: Any) -> None:
+        if reason not in WEBHOOK_FAILURES:
+            raise ValueError(f"webhook failure reason must be one of {WEBHOOK_FAILURES}")
+        if n <= 0:
+            return
+        self._w()["failed"].labels(reason=reason, **self._static).inc(n)
+        self._emit_quietly("error", "webhook_failed", reason=reason, events=n, **fields)
+
+    def webhook_dropped(self, n: int = 1) -> None:
+        self._series(self._w()["dropped"]).inc(n)
+        self._emit_quietly("warning", "webhook_dropped", events=n)
+
+    def webhook_queue(self, depth: int) -> None:
+        self._series(self._w()["queued"]).set(depth)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _series(self, metric: Any, **labels: str) -> Any:
+        """The child for these labels plus the static ones (the metric itself if it has none)."""
+        labels.update(self._static)
+        return metric.labels(**labels) if labels else metric
+
+    def _source(self, source: str) -> str:
+        return self._sources(source)
+
+    def _w(self) -> dict[str, Any]:
+        if self._webhook is None:
+            self.webhook_configured()
+        assert self._webhook is not None
+        return self._webhook
+
+    def _emit(self, level: str, event: str, **fields: Any) -> None:
+        if self._redactor is not None:
+            fields = self._redactor.value(fields)
+        log = getattr(self._log, level, None) or self._log.info
+        log(event, **fields)
+
+    def _emit_quietly(self, level: str, event: str, **fields: Any) -> None:
+        """Log the first of a kind, then at most one per `quiet_for` s saying how many were held."""
+        now = self._clock()
+        with self._lock:
+            last, held = self._held.get(event, (None, 0))
+            if last is not None and now - last < self._quiet_for:
+                self._held[event] = (last, held + 1)
+                return
+            self._held[event] = (now, 0)
+        if held:
+            fields["held_back"] = held
+        self._emit(level, event, **fields)

@@ -1,0 +1,220 @@
+"""The HTTP endpoint, over real sockets on 127.0.0.1: what it serves, and everything it refuses."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from matcher.catalog.schema import CatalogRecord
+from matcher.http import EventRing, HttpServer, parse_address
+from matcher.sinks.metrics import MetricsSink
+
+CURATED = CatalogRecord(id="cur-a", message_pattern=r"failure (\w+)", layer="curated",
+                        origin="test.json", index=0, error_class="ValueError")
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
+
+
+class Catalog:
+    records = (CURATED,)
+    version = "v1"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def server(clock):
+    registry = CollectorRegistry()
+    MetricsSink(registry, catalog=Catalog(), build_version="0.1.0", catalog_version="v1")
+    ring = EventRing(5)
+    srv = HttpServer("127.0.0.1", 0, registry=registry, events=ring, stale_after=30.0, clock=clock)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def get(srv: HttpServer, path: str, headers: dict[str, str] | None = None,
+        method: str = "GET", data: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(srv.url + path, headers=headers or {}, method=method,
+                                     data=data)
+    try:
+        with OPENER.open(request, timeout=5) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, dict(e.headers), e.read()
+
+
+def raw(srv: HttpServer, request: bytes) -> tuple[int, bytes]:
+    """Send bytes as they are (no client-side normalisation); the status and the whole response."""
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+        s.sendall(request)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    response = b"".join(chunks)
+    return int(response.split(b" ", 2)[1]), response
+
+
+def test_metrics_in_prometheus_text_format(server):
+    """A plain scrape gets text format 0.0.4 with the curated series at 0."""
+    status, headers, body = get(server, "/metrics")
+    assert status == 200
+    assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    families = {f.name: f for f in parse_text(body.decode())}
+    [sample] = families["sglang_log_errors"].samples
+    assert (sample.name, sample.labels, sample.value) == (
+        "sglang_log_errors_total", {"pattern_id": "cur-a", "error_class": "ValueError",
+                                    "severity": "error"}, 0.0)
+
+
+def test_metrics_in_openmetrics_when_asked(server):
+    """Accept: application/openmetrics-text gets OpenMetrics 1.0.0 (ending in # EOF)."""
+    status, headers, body = get(server, "/metrics",
+                                {"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert status == 200
+    assert headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+    text = body.decode()
+    assert text.endswith("# EOF\n")
+    families = {f.name: f for f in parse_openmetrics(text)}
+    assert families["sglang_log_errors"].type == "counter"
+    assert [s.value for s in families["sglang_log_errors"].samples
+            if s.name == "sglang_log_errors_total"] == [0.0]
+
+
+def test_healthz_follows_the_heartbeat(server, clock):
+    """200 while the main loop beats; 503 with a reason once its beat is older than stale_after."""
+    server.heartbeat()
+    clock.now += 29.0
+    assert get(server, "/healthz")[::2] == (200, b'{"status": "ok", "heartbeat_age_seconds": 29.0}')
+    clock.now += 2.0
+    status, headers, body = get(server, "/healthz")
+    assert (status, headers["Content-Type"], json.loads(body)) == (
+        503, "application/json; charset=utf-8",
+        {"status": "stalled", "reason": "main loop heartbeat is 31.0 s old (limit 30 s)",
+         "heartbeat_age_seconds": 31.0})
+    server.heartbeat()
+    assert get(server, "/healthz")[0] == 200
+
+
+def test_readyz_after_set_ready(server):
+    """503 until the daemon says it is ready, 200 after, 503 again when it says otherwise."""
+    status, _, body = get(server, "/readyz")
+    assert (status, json.loads(body)) == (503, {"status": "not_ready", "reason": "starting"})
+    server.set_ready(True)
+    assert get(server, "/readyz")[::2] == (200, b'{"status": "ready"}')
+    server.set_ready(False, "reloading")
+    assert json.loads(get(server, "/readyz")[2]) == {"status": "not_ready", "reason": "reloading"}
+
+
+def test_events_returns_the_most_recent_oldest_first_with_limit_clamped(server):
+    """/events?limit=N: the last N of a ring of 5; N below 1 is 1, above 5 is 5; junk is a 400."""
+    server.events.extend({"event": "sglang_error", "n": i} for i in range(8))
+    def ns(path: str) -> list[int]:
+        status, _, body = get(server, path)
+        assert status == 200
+        return [e["n"] for e in json.loads(body)]
+    assert ns("/events?limit=2") == [6, 7]
+    assert ns("/events?limit=0") == [7]
+    assert ns("/events?limit=-3") == [7]
+    assert ns("/events?limit=1000") == [3, 4, 5, 6, 7]
+    assert ns("/events") == [3, 4, 5, 6, 7]
+    assert get(server, "/events?limit=<b>x</b>")[::2] == (
+        400, b'{"error": "limit must be an integer"}')
+
+
+@pytest.mark.parametrize("target", [
+    b"/../etc/passwd", b"/%2e%2e/etc/passwd", b"/?x=<script>alert(1)</script>",
+    b"/metrics/../../etc/passwd", b"/metrics/", b"/events/x<script>", b"/", b"/healthz/",
+])
+def test_anything_else_is_404_without_echoing_the_request(server, target):
+    """No files, no listing, and nothing of the path or query in the answer."""
+    status, response = raw(server, b"GET " + target +
+                           b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    body = response.partition(b"\r\n\r\n")[2]
+    assert (status, body) == (404, b'{"error": "not found"}')
+    for word in (b"passwd", b"script", b"etc", b"events/x"):
+        assert word not in response
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
+def test_only_get_is_allowed(server, method):
+    """Every other method is 405 with Allow: GET, even on a path that exists."""
+    status, headers, body = get(server, "/metrics", method=method,
+                                data=b"x" * 1000 if method in ("POST", "PUT", "PATCH") else None)
+    assert (status, headers["Allow"]) == (405, "GET")
+    assert body == (b"" if method == "HEAD" else b'{"error": "method not allowed"}')
+
+
+def test_an_unknown_method_and_a_malformed_request_get_fixed_bodies(server):
+    """The stdlib's own errors (400, 501-ish) answer without repeating the request line."""
+    status, response = raw(server, b"BREW /<script> HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 405 and b"script" not in response
+    status, response = raw(server, b"GET /metrics HTTP/9<script>\r\n\r\n")
+    assert status == 400 and b"script" not in response
+    assert response.endswith(b'{"error": "bad request"}')
+
+
+def test_oversized_request_heads_are_refused_and_the_server_keeps_serving(server):
+    """Over 8 KiB of request line or headers: 414 / 431; just under the limit is served."""
+    big = "a" * 9000
+    assert raw(server, f"GET /{big} HTTP/1.1\r\nHost: x\r\n\r\n".encode())[0] == 414
+    oversized = f"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n".encode()
+    assert raw(server, oversized)[0] == 431
+    many = "".join(f"X-H{i}: {'b' * 90}\r\n" for i in range(100))  # ~10 KiB in short lines
+    assert raw(server, f"GET /metrics HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode())[0] == 431
+    status, headers, _ = get(server, "/readyz", {"X-Fits": "c" * 7000})
+    assert status == 503 and headers["Content-Type"] == "application/json; charset=utf-8"
+    assert get(server, "/metrics")[0] == 200
+
+
+def test_requests_are_not_logged(server, capfd):
+    """A scrape every few seconds must not write a line to stderr (nor an error, nor a 404)."""
+    for path in ("/metrics", "/healthz", "/nope", "/events?limit=x"):
+        get(server, path)
+    raw(server, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n")
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server):
+    """Prometheus reuses its connection: two GETs, two answers, one socket."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        f = s.makefile("rb")
+        for _ in range(2):
+            s.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert f.readline() == b"HTTP/1.1 503 Service Unavailable\r\n"
+            length = 0
+            while (line := f.readline()) != b"\r\n":
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            assert f.read(length) == b'{"status": "not_ready", "reason": "starting"}'
+
+
+def test_parse_address():
+    """--metrics-addr forms: host:port, [v6]:port, :port (all interfaces); others refused."""
+    assert parse_address("127.0.0.1:9400") == ("127.0.0.1", 9400)
+    assert parse_address("[::1]:0") == ("::1", 0)
+    assert parse_address(":9400") == ("0.0.0.0", 9400)
+    for bad in ("9400", "host:", "::1:9400", "h:70000"):
+        with pytest.raises(ValueError):
+            parse_address(bad)

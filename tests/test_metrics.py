@@ -1,0 +1,291 @@
+"""Events to Prometheus series (MetricsSink) and the pipeline's own telemetry, on fresh registries."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+from structlog.testing import CapturingLogger
+
+from matcher.catalog import load_catalog
+from matcher.catalog.schema import CatalogRecord
+from matcher.engine import Engine
+from matcher.pipeline import Pipeline
+from matcher.redact import Redactor
+from matcher.sinks.metrics import MetricsSink
+from matcher.telemetry import Telemetry
+from matcher.types import Chunk, Event
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ERRORS = "sglang_log_errors_total"
+UNKNOWN = "sglang_log_unknown_errors_total"
+
+
+def record(rid: str, layer: str = "curated", error_class: str | None = "ValueError",
+           severity: str = "error") -> CatalogRecord:
+    return CatalogRecord(id=rid, message_pattern=rf"failure {rid} (\w+)", layer=layer,  # type: ignore[arg-type]
+                         origin="test.json", index=0, error_class=error_class, severity=severity)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    records: tuple[CatalogRecord, ...]
+    version: str = "v1"
+
+
+@dataclass(frozen=True, slots=True)
+class SuppressingEvent(Event):
+    """An event as the aggregator reports it after holding back repeats."""
+
+    suppressed: int = 0
+
+
+def event(pattern_id: str | None, *, kind: str = "sglang_error", error_class: str = "ValueError",
+          ranks: tuple[str, ...] = ("TP0",), **kw: object) -> Event:
+    fields: dict[str, object] = {
+        "event": kind, "error_class": error_class, "message": "failure", "source": "server.log",
+        "severity": "error", "log_ts": None, "observed_ts": 0.0, "ranks": ranks,
+        "occurrences": len(ranks), "traceback": None, "pattern_id": pattern_id}
+    fields.update(kw)
+    return Event(**fields)  # type: ignore[arg-type]
+
+
+CATALOG = Catalog((record("cur-a"), record("cur-b", error_class=None, severity="warning"),
+                   record("gen-a", layer="generated"), record("user-a", layer="user",
+                                                              error_class="torch.OutOfMemoryError",
+                                                              severity="critical")))
+
+
+def sink(registry: CollectorRegistry, catalog: Catalog = CATALOG, **kw: object) -> MetricsSink:
+    kw.setdefault("static_labels", {"cluster": "c1"})
+    return MetricsSink(registry, catalog=catalog, build_version="0.1.0",
+                       catalog_version=catalog.version, wall=lambda: 1_700_000_000.0, **kw)  # type: ignore[arg-type]
+
+
+def errors(registry: CollectorRegistry) -> dict[tuple[str, str, str], float]:
+    """Every sglang_log_errors_total series as (pattern_id, error_class, severity) → value."""
+    out = {}
+    for metric in registry.collect():
+        for s in metric.samples:
+            if s.name == ERRORS:
+                assert s.labels["cluster"] == "c1"
+                out[(s.labels["pattern_id"], s.labels["error_class"], s.labels["severity"])] = s.value
+    return out
+
+
+def test_curated_and_user_series_exist_at_zero_before_any_event():
+    """increase() needs a 0 before the first error: curated and user records have it, generated not."""
+    registry = CollectorRegistry()
+    sink(registry)
+    assert errors(registry) == {
+        ("cur-a", "ValueError", "error"): 0.0,
+        ("cur-b", "", "warning"): 0.0,
+        ("user-a", "torch.OutOfMemoryError", "critical"): 0.0,
+    }
+    assert registry.get_sample_value(
+        "sglang_matcher_build_info", {"version": "0.1.0", "catalog_version": "v1", "cluster": "c1"}) == 1
+    assert {layer: registry.get_sample_value("sglang_matcher_catalog_patterns",
+                                             {"layer": layer, "cluster": "c1"})
+            for layer in ("generated", "curated", "user")} == {"generated": 1, "curated": 2, "user": 1}
+    assert registry.get_sample_value("sglang_log_last_error_timestamp_seconds",
+                                     {"pattern_id": "cur-a", "cluster": "c1"}) is None
+
+
+def test_every_builtin_curated_record_has_a_zero_series():
+    """The shipped catalog: one zero series per curated record, labelled with its own class and severity."""
+    catalog = load_catalog()
+    registry = CollectorRegistry()
+    MetricsSink(registry, catalog=catalog, build_version="0.1.0", catalog_version=catalog.version)
+    curated = [r for r in catalog.records if r.layer == "curated"]
+    assert curated
+    for r in curated:
+        labels = {"pattern_id": r.id, "error_class": r.error_class or "", "severity": r.severity}
+        assert registry.get_sample_value(ERRORS, labels) == 0.0, r.where
+
+
+def test_a_tp8_crash_from_a_real_log_counts_once():
+    """Eight ranks printing the same traceback (the real TP=8 fixture) are one failure: +1."""
+    catalog = load_catalog()
+    pipeline = Pipeline(Engine(catalog.records), catalog_version=catalog.version)
+    data = (FIXTURES / "sglang/constructed/tp8_scheduler_crash.log").read_bytes()
+    events = pipeline.feed(Chunk(data, "tp8.log", len(data)), 0.0) + pipeline.finish(0.0)
+    registry = CollectorRegistry()
+    metrics = MetricsSink(registry, catalog=catalog, build_version="0.1.0",
+                          catalog_version=catalog.version)
+    metrics.accept(events)
+    assert [(e.event, e.ranks, e.occurrences) for e in events] == [
+        ("sglang_error", tuple(f"TP{i}" for i in range(8)), 8)]
+    r = catalog.by_id(events[0].pattern_id or "")
+    assert r is not None
+    counted = {s.labels["pattern_id"]: s.value for m in registry.collect() for s in m.samples
+               if s.name == ERRORS and s.value}
+    assert counted == {r.id: 1.0}
+
+
+def test_rank_collapsed_events_count_one_each_and_suppressed_repeats_add_n():
+    """occurrences (ranks) never multiply the count; `suppressed: N` held-back repeats add N."""
+    registry = CollectorRegistry()
+    metrics = sink(registry)
+    ranks = tuple(f"TP{i}" for i in range(8))
+    metrics.accept([event("cur-a", ranks=ranks)])
+    metrics.accept([SuppressingEvent(**{f.name: getattr(event("cur-a", ranks=ranks), f.name)
+                                        for f in dataclasses.fields(Event)}, suppressed=98)])
+    assert errors(registry)[("cur-a", "ValueError", "error")] == 100.0
+    assert registry.get_sample_value("sglang_log_last_error_timestamp_seconds",
+                                     {"pattern_id": "cur-a", "cluster": "c1"}) == 1_700_000_000.0
+
+
+def test_unknown_error_classes_are_bounded():
+    """Catalog classes and the first N others get series; later classes and non-names are `other`."""
+    registry = CollectorRegistry()
+    metrics = sink(registry, unknown_class_limit=2)
+    classes = ["ValueError", "AlphaError", "torch.BetaError", "GammaError", "DeltaError",
+               "not a class: sk-live-SECRET", "AlphaError"]
+    metrics.accept([event(None, kind="sglang_unknown_error", error_class=c, fingerprint="f")
+                    for c in classes])
+    got = {s.labels["error_class"]: s.value for m in registry.collect() for s in m.samples
+           if s.name == UNKNOWN}
+    assert got == {"ValueError": 1.0, "OutOfMemoryError": 0.0, "other": 3.0,
+                   "AlphaError": 2.0, "BetaError": 1.0}
+
+
+def test_reload_keeps_counts_and_adds_zero_series_for_new_records():
+    """SIGHUP: nothing resets or expires; new curated records start at 0; build_info follows."""
+    registry = CollectorRegistry()
+    metrics = sink(registry)
+    metrics.accept([event("cur-a"), event("cur-b")])
+    metrics.reload(Catalog((record("cur-a"), record("cur-new")), version="v2"))
+    metrics.accept([event("cur-a"), event("cur-b")])  # cur-b left the catalog: still its own id
+    assert errors(registry) == {
+        ("cur-a", "ValueError", "error"): 2.0,
+        ("cur-b", "", "warning"): 2.0,
+        ("user-a", "torch.OutOfMemoryError", "critical"): 0.0,
+        ("cur-new", "ValueError", "error"): 0.0,
+    }
+    build = {s.labels["catalog_version"]: s.value for m in registry.collect() for s in m.samples
+             if s.name == "sglang_matcher_build_info"}
+    assert build == {"v2": 1.0}
+    assert registry.get_sample_value("sglang_matcher_catalog_patterns",
+                                     {"layer": "curated", "cluster": "c1"}) == 2
+
+
+def test_no_label_value_comes_from_the_log():
+    """Captures, messages, a lying error_class and a foreign pattern id never become label values."""
+    registry = CollectorRegistry()
+    metrics = sink(registry)
+    secret = "sk-live-SECRET"
+    metrics.accept([
+        event("cur-a", error_class=f"Injected{secret}", message=f"failure {secret}",
+              captures={"arg1": secret}, labels={"x": secret}),
+        event(f"id-{secret}", error_class="ValueError"),
+    ])
+    text = generate_latest(registry).decode()
+    assert "SECRET" not in text and "Injected" not in text
+    assert errors(registry) == {
+        ("cur-a", "ValueError", "error"): 1.0,
+        ("cur-b", "", "warning"): 0.0,
+        ("user-a", "torch.OutOfMemoryError", "critical"): 0.0,
+        ("other", "other", "other"): 1.0,
+    }
+
+
+def test_static_labels_are_checked():
+    """A static label that Prometheus would refuse, or that shadows ours, fails at construction."""
+    for bad in ({"bad-name": "x"}, {"__reserved": "x"}, {"pattern_id": "x"}):
+        with pytest.raises(ValueError, match="static label"):
+            sink(CollectorRegistry(), static_labels=bad)
+
+
+# -- Telemetry ------------------------------------------------------------------------------
+
+
+def telemetry(registry: CollectorRegistry, **kw: object) -> tuple[Telemetry, CapturingLogger]:
+    log = CapturingLogger()
+    return Telemetry(registry, log, {"cluster": "c1"}, redactor=Redactor(), **kw), log  # type: ignore[arg-type]
+
+
+def calls(log: CapturingLogger) -> list[tuple[str, str, dict[str, object]]]:
+    return [(c.method_name, c.args[0], c.kwargs) for c in log.calls]
+
+
+def test_telemetry_counts_and_logs_each_notice_in_one_call():
+    """Each report moves its series and writes one redacted log entry (or none, for per-chunk counts)."""
+    registry = CollectorRegistry()
+    tel, log = telemetry(registry)
+    c = {"cluster": "c1"}
+    assert registry.get_sample_value("sglang_matcher_reloads_total", {"result": "failed", **c}) == 0
+    assert registry.get_sample_value("sglang_matcher_checkpoint_failures_total", c) == 0
+    tel.lines("server", 3, 120)
+    tel.lines("server", 2, 80)
+    tel.read_lag("server", 4096)
+    tel.rotated("server", path="/var/log/sglang/server.log")
+    tel.truncated("server")
+    tel.lines_truncated("server", 2)
+    tel.checkpoint_written()
+    tel.checkpoint_failed("cannot write: token=sk-live-SECRET")
+    tel.reload("ok", catalog_version="v2")
+    tel.reload("failed", detail="bad regex")
+    tel.events_suppressed(7)
+    tel.pipeline_error("read", PermissionError("denied"))
+    tel.pipeline_error("frame", "WeirdCustomError")
+    tel.pipeline_error("nonsense-stage", "ValueError")
+    values = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "cluster"))): s.value
+              for m in registry.collect() for s in m.samples if not s.name.endswith("_created")}
+    assert values == {
+        ("sglang_matcher_lines_total", (("source", "server"),)): 5.0,
+        ("sglang_matcher_bytes_total", (("source", "server"),)): 200.0,
+        ("sglang_matcher_read_lag_bytes", (("source", "server"),)): 4096.0,
+        ("sglang_matcher_rotations_total", (("source", "server"),)): 1.0,
+        ("sglang_matcher_truncations_total", (("source", "server"),)): 1.0,
+        ("sglang_matcher_lines_truncated_total", (("source", "server"),)): 2.0,
+        ("sglang_matcher_checkpoint_writes_total", ()): 1.0,
+        ("sglang_matcher_checkpoint_failures_total", ()): 1.0,
+        ("sglang_matcher_reloads_total", (("result", "ok"),)): 1.0,
+        ("sglang_matcher_reloads_total", (("result", "failed"),)): 1.0,
+        ("sglang_matcher_events_suppressed_total", ()): 7.0,
+        ("sglang_matcher_errors_total", (("error_type", "PermissionError"), ("stage", "read"))): 1.0,
+        ("sglang_matcher_errors_total", (("error_type", "other"), ("stage", "frame"))): 1.0,
+        ("sglang_matcher_errors_total", (("error_type", "ValueError"), ("stage", "other"))): 1.0,
+    }
+    assert calls(log) == [
+        ("info", "file_rotated", {"source": "server", "path": "/var/log/sglang/server.log"}),
+        ("warning", "file_truncated", {"source": "server"}),
+        ("warning", "line_truncated", {"source": "server", "lines": 2}),
+        ("error", "checkpoint_failed", {"detail": "cannot write: token=***"}),
+        ("info", "reloaded", {"catalog_version": "v2"}),
+        ("error", "reload_failed", {"detail": "bad regex"}),
+        ("error", "pipeline_error", {"stage": "read", "error_type": "PermissionError",
+                                     "detail": "denied"}),
+        ("error", "pipeline_error", {"stage": "frame", "error_type": "WeirdCustomError"}),
+        ("error", "pipeline_error", {"stage": "nonsense-stage", "error_type": "ValueError"}),
+    ]
+
+
+def test_telemetry_bounds_sources():
+    """Beyond 64 distinct source names, lines are counted under `other`."""
+    registry = CollectorRegistry()
+    tel, _ = telemetry(registry)
+    for i in range(70):
+        tel.lines(f"s{i}", 1, 10)
+    tel.lines("s0", 1, 10)
+    got = {s.labels["source"]: s.value for m in registry.collect() for s in m.samples
+           if s.name == "sglang_matcher_lines_total"}
+    assert got == {**{f"s{i}": 1.0 for i in range(64)}, "s0": 2.0, "other": 6.0}
+
+
+def test_telemetry_logs_floods_at_most_once_per_interval_and_counts_all():
+    """1000 webhook drops: every one counted, two log lines, the second saying how many were held."""
+    registry = CollectorRegistry()
+    now = [0.0]
+    tel, log = telemetry(registry, quiet_for=10.0, clock=lambda: now[0])
+    for _ in range(1000):
+        tel.webhook_dropped(1)
+    now[0] = 11.0
+    tel.webhook_dropped(1)
+    assert registry.get_sample_value("sglang_matcher_webhook_dropped_total", {"cluster": "c1"}) == 1001
+    assert calls(log) == [("warning", "webhook_dropped", {"events": 1}),
+                          ("warning", "webhook_dropped", {"events": 1, "held_back": 999})]

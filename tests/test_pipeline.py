@@ -1,0 +1,106 @@
+"""The pipeline's checkpoint: never past a line still held, at the end once everything is out."""
+
+from __future__ import annotations
+
+from matcher.catalog.load import validate_record
+from matcher.engine import Engine
+from matcher.pipeline import Pipeline
+from matcher.types import Chunk, Line
+
+VALUE = {"id": "value-test", "messagePattern": r"Cannot find model module",
+         "errorClass": "ValueError", "severity": "error"}
+
+INIT = b"[2026-12-02 14:35:45 TP0] Init parallel begin.\n"
+HEADER = (b"[2026-12-02 14:35:46 TP0] Scheduler hit an exception: "
+          b"Traceback (most recent call last):\n")
+FRAME = b'  File "/sgl/scheduler.py", line 6362, in run_scheduler_process\n'
+EXC = b"ValueError: Cannot find model module.\n"
+NEXT = b"[2026-12-02 14:35:47 TP0] Load weight end.\n"
+PARTIAL = b"[2026-12-02 14:35:48 TP0] Decode ba"
+
+
+class Feeder:
+    """A pipeline over one source `s`, fed the way the daemon does: bytes appended, offsets grow."""
+
+    def __init__(self, input_format: str = "auto") -> None:
+        engine = Engine([validate_record(VALUE, "t.json", 0, "curated")])
+        self.pipeline = Pipeline(engine, input_format=input_format)
+        self.offset = 0
+        self.events: list = []
+
+    def feed(self, data: bytes, now: float = 0.0) -> int | None:
+        self.offset += len(data)
+        self.events += self.pipeline.feed(Chunk(data, "s", self.offset), now)
+        return self.pipeline.checkpoint_offset("s")
+
+
+def test_open_traceback_then_aggregation_window_hold_the_checkpoint_at_its_first_line():
+    """The traceback holds the checkpoint while framed, then while its event waits in the window;
+    once the event is emitted the checkpoint is at the end of what was read."""
+    f = Feeder()
+    assert f.pipeline.checkpoint_offset("s") is None
+    start = len(INIT)
+    assert f.feed(INIT) == start  # a plain line that needs no event
+    assert f.feed(HEADER + FRAME) == start
+    assert f.feed(EXC) == start  # its message may go on over the next lines
+    assert f.feed(NEXT) == start  # framed and matched, but inside the 5 s window
+    assert f.events == []
+    events = f.pipeline.tick(6.0)
+    assert [(e.pattern_id, e.offset) for e in events] == [("value-test", start)]
+    assert f.pipeline.checkpoint_offset("s") == f.offset
+
+
+def test_finish_emits_everything_and_moves_the_checkpoint_to_the_end():
+    f = Feeder()
+    assert f.feed(INIT + HEADER + FRAME + EXC) == len(INIT)
+    assert [e.pattern_id for e in f.pipeline.finish()] == ["value-test"]
+    assert f.pipeline.checkpoint_offset("s") == f.offset
+
+
+def test_partial_line_holds_the_checkpoint_at_its_start_until_flushed():
+    f = Feeder()
+    whole = INIT + NEXT
+    assert f.feed(whole + PARTIAL) == len(whole)
+    assert f.pipeline.partial_line_start("s") == len(whole)
+    assert f.pipeline.flush_partial("s", 5.0) == []
+    assert (f.pipeline.partial_line_start("s"), f.pipeline.checkpoint_offset("s")) == (
+        None, f.offset)
+    assert f.feed(b"tch.\n") == f.offset  # the rest of the line comes as a line of its own
+    assert f.pipeline.stats.lines == 4
+
+
+def test_partial_cut_inside_a_traceback_holds_it_at_the_traceback():
+    f = Feeder()
+    assert f.feed(HEADER + FRAME + EXC[:5]) == 0
+    assert f.pipeline.partial_line_start("s") == len(HEADER + FRAME)
+    assert f.feed(EXC[5:] + NEXT) == 0
+    assert [e.offset for e in f.pipeline.tick(6.0)] == [0]
+    assert f.pipeline.checkpoint_offset("s") == f.offset
+
+
+def test_cri_and_docker_partials_hold_the_checkpoint_at_their_first_piece():
+    """A complete CRI `P` line (or docker partial) is held by the decoder, not the splitter."""
+    cri = Feeder("cri")
+    p = b"2026-12-02T14:35:46Z stdout P [2026-12-02 14:35:45 TP0] Init \n"
+    assert cri.feed(p) == 0
+    assert cri.pipeline.partial_line_start("s") == 0
+    assert cri.feed(b"2026-12-02T14:35:46Z stderr F other stream\n") == 0
+    assert cri.feed(b"2026-12-02T14:35:46Z stdout F parallel begin.\n") == cri.offset
+    docker = Feeder()
+    assert docker.feed(b'{"log":"[2026-12-02 14:35:45 TP0] Init ","stream":"stdout"}\n') == 0
+    assert docker.pipeline.flush_partial("s") == []
+    assert docker.pipeline.checkpoint_offset("s") == docker.offset
+    assert docker.pipeline.stats.lines == 1
+
+
+def test_journal_lines_enter_at_the_framer_and_are_held_like_file_lines():
+    """`feed_lines`: a journal traceback holds the checkpoint at its first line's offset."""
+    f = Feeder()
+    lines, offset = [], 100
+    for raw in (INIT, HEADER, FRAME, EXC):
+        lines.append(Line(raw.decode().rstrip("\n"), "journal", offset, offset + 1))
+        offset += 1
+    assert f.pipeline.feed_lines("journal", lines) == []
+    assert f.pipeline.checkpoint_offset("journal") == 101
+    assert [(e.source, e.offset) for e in f.pipeline.finish()] == [("journal", 101)]
+    assert f.pipeline.checkpoint_offset("journal") == 104

@@ -1,0 +1,180 @@
+"""Our /metrics as Prometheus itself sees it: Debian's `promtool` and a real `prometheus` server.
+
+Both come from Debian's `prometheus` package (.ci/apt-packages). The server runs on 127.0.0.1
+with a 1 s scrape interval and its storage in the test's tmp dir, and is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from structlog.testing import CapturingLogger
+
+from matcher import __version__
+from matcher.catalog import Catalog, load_catalog
+from matcher.engine import Engine
+from matcher.http import EventRing, HttpServer
+from matcher.pipeline import Pipeline
+from matcher.sinks.metrics import MetricsSink
+from matcher.telemetry import Telemetry
+from matcher.types import Chunk, Event
+
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
+FIXTURES = Path(__file__).parent / "fixtures"
+STATIC = {"cluster": "test", "model": "qwen"}
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name) or f"/usr/bin/{name}"
+    if not Path(path).exists():
+        pytest.fail(f"{name} not found: install Debian's `prometheus` package (.ci/apt-packages)")
+    return path
+
+
+class Matcher:
+    """The daemon's metrics side: catalog counters, self-telemetry and the HTTP endpoint."""
+
+    def __init__(self) -> None:
+        self.catalog: Catalog = load_catalog()
+        self.registry = CollectorRegistry()
+        self.metrics = MetricsSink(self.registry, catalog=self.catalog, static_labels=STATIC,
+                                   build_version=__version__, catalog_version=self.catalog.version)
+        self.telemetry = Telemetry(self.registry, CapturingLogger(), STATIC)
+        self.telemetry.webhook_configured()
+        self.http = HttpServer("127.0.0.1", 0, registry=self.registry, events=EventRing(10))
+
+    def crash_events(self) -> list[Event]:
+        """The real TP=8 scheduler crash, through the real pipeline."""
+        pipeline = Pipeline(Engine(self.catalog.records), catalog_version=self.catalog.version)
+        data = (FIXTURES / "sglang/constructed/tp8_scheduler_crash.log").read_bytes()
+        return pipeline.feed(Chunk(data, "server", len(data)), 0.0) + pipeline.finish(0.0)
+
+
+@pytest.fixture
+def matcher() -> Iterator[Matcher]:
+    m = Matcher()
+    m.http.start()
+    try:
+        yield m
+    finally:
+        m.http.stop()
+
+
+def fetch(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    try:
+        with OPENER.open(urllib.request.Request(url, headers=headers or {}), timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, e.read()
+    except OSError:
+        return 0, b""
+
+
+def poll(what: str, probe: Callable[[], Any], deadline_s: float,
+         alive: Callable[[], str] = lambda: "") -> Any:
+    """`probe()` until it returns something truthy; fail with `what` (and why) at the deadline."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        result = probe()
+        if result:
+            return result
+        problem = alive()
+        if problem or time.monotonic() > deadline:
+            pytest.fail(f"{what}: {problem or f'not within {deadline_s:g} s'}")
+        time.sleep(0.2)
+
+
+def test_promtool_accepts_a_real_scrape(matcher):
+    """`promtool check metrics` on /metrics as served, with every family populated: no problem."""
+    events = matcher.crash_events()
+    matcher.metrics.accept(events)
+    matcher.metrics.accept([Event(event="sglang_unknown_error", error_class="torch.WeirdError",
+                                  message="m", source="server", severity="error", log_ts=None,
+                                  observed_ts=0.0, ranks=(), occurrences=1, traceback=None,
+                                  fingerprint="f")])
+    t = matcher.telemetry
+    t.lines("server", 10, 1000)
+    t.read_lag("server", 10)
+    t.rotated("server")
+    t.truncated("server")
+    t.lines_truncated("server")
+    t.checkpoint_written()
+    t.checkpoint_failed("disk full")
+    t.reload("ok")
+    t.events_suppressed(3)
+    t.pipeline_error("read", "OSError")
+    t.webhook_dropped(1)
+    status, body = fetch(matcher.http.url + "/metrics")
+    assert status == 200 and b"sglang_matcher_webhook_dropped_total" in body
+    checked = subprocess.run([tool("promtool"), "check", "metrics"], input=body, check=False,
+                             capture_output=True, timeout=30)
+    assert (checked.returncode, checked.stdout, checked.stderr) == (0, b"", b"")
+
+
+def test_real_prometheus_sees_the_error_counter_increase(matcher, tmp_path):
+    """Prometheus scrapes us every second; after the crash is counted, `increase(…[1m]) > 0`."""
+    events = matcher.crash_events()
+    [pattern_id] = {e.pattern_id for e in events}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: sglang-matcher\n    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{matcher.http.port}']\n")
+    log = tmp_path / "prometheus.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [tool("prometheus"), f"--config.file={config}",
+             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+             "--log.level=warn"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+    api = f"http://127.0.0.1:{port}"
+
+    def alive() -> str:
+        if proc.poll() is None:
+            return ""
+        return f"prometheus exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
+
+    def query(q: str) -> list[dict[str, Any]]:
+        status, body = fetch(f"{api}/api/v1/query?" + urllib.parse.urlencode({"query": q}))
+        return json.loads(body)["data"]["result"] if status == 200 else []
+
+    series = f'sglang_log_errors_total{{pattern_id="{pattern_id}"}}'
+    try:
+        poll("prometheus ready", lambda: fetch(f"{api}/-/ready")[0] == 200, 30, alive)
+        # The zero series is scraped before the first error: that is what makes increase() work.
+        zero = poll("first scrape of the zero series", lambda: query(series), 30, alive)
+        assert [r["value"][1] for r in zero] == ["0"]
+        matcher.metrics.accept(events)
+        [result] = poll("increase() > 0", lambda: query(f"increase({series}[1m]) > 0"), 60, alive)
+        assert float(result["value"][1]) > 0
+        labels = {k: v for k, v in result["metric"].items() if k not in ("instance", "job")}
+        record = matcher.catalog.by_id(pattern_id)
+        assert record is not None
+        expected = {"pattern_id": pattern_id, "error_class": record.error_class or "",
+                    "severity": record.severity, **STATIC}
+        assert labels == {k: v for k, v in expected.items() if v}  # "" is no label to Prometheus
+        targets = json.loads(fetch(f"{api}/api/v1/targets")[1])["data"]["activeTargets"]
+        assert [(t["health"], t["lastError"]) for t in targets] == [("up", "")]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
