@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--poll-interval", type=float, metavar="SECONDS")
     watch.add_argument("--journal-unit", action="append", metavar="UNIT",
                        help="follow this systemd unit's journal (repeatable)")
+    watch.add_argument("--journal-directory", type=Path, metavar="DIR",
+                       help="read the journal from DIR (a copied or remote journal)")
+    watch.add_argument("--webhook-url", metavar="URL", help="also POST each event as JSON here")
     watch.add_argument("--label", action="append", metavar="NAME=VALUE",
                        help="static label on every event and metric (repeatable)")
     watch.add_argument("--check", action="store_true",
@@ -142,6 +145,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         "poll_only": args.poll_only,
         "poll_interval": args.poll_interval,
         "journal_units": args.journal_unit,
+        "journal_directory": args.journal_directory,
+        "webhook_url": args.webhook_url,
         "labels": dict(x.split("=", 1) for x in args.label) if args.label else None,
     }
     if args.label and any("=" not in x for x in args.label):

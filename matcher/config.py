@@ -52,7 +52,10 @@ class Config:
     max_line_bytes: int = 1024 * 1024
     read_chunk_bytes: int = 256 * 1024
     journal_units: tuple[str, ...] = ()
+    journal_directory: Path | None = None
     journal_from_beginning: bool = False
+    webhook_url: str | None = None
+    events_buffer: int = 1000
     labels: Mapping[str, str] = field(default_factory=dict)
     labels_from_env: Mapping[str, str] = field(default_factory=dict)
     redact_patterns: tuple[str, ...] = ()
@@ -84,6 +87,8 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
             return tuple(str(v) for v in _as_list(value))
         if kind == "Path":
             return Path(str(value))
+        if kind == "Path | None":
+            return None if value in (None, "") else Path(str(value))
         if kind == "bool":
             if isinstance(value, bool):
                 return value

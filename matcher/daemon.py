@@ -26,16 +26,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+import prometheus_client
 import structlog
+from prometheus_client import CollectorRegistry
 
+from matcher import __version__
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.config import Config, ConfigError, load_config
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
-from matcher.sinks.events import JsonEventSink
+from matcher.http import EventRing, HttpServer, parse_address
+from matcher.sinks.events import JsonEventSink, event_dict
+from matcher.sinks.metrics import MetricsSink
+from matcher.sinks.webhook import WebhookSink
 from matcher.source.checkpoint import CheckpointError, CheckpointStore
-from matcher.source.files import FileSet, TailedFile, display_name
+from matcher.source.files import FileSet, SourceNotice, TailedFile, display_name
+from matcher.source.journald import JournalSource
+from matcher.telemetry import Telemetry
 from matcher.types import Chunk, Event
 
 CHECKPOINT_RETENTION = 7 * 24 * 3600.0
@@ -93,6 +101,21 @@ class Daemon:
         self.sink = JsonEventSink(stdout, self.redactor)
         self.catalog = load_checked_catalog(config)
         self.pipeline = self._new_pipeline(self.catalog)
+        labels = config.static_labels()
+        prometheus_client.disable_created_metrics()
+        self.registry = CollectorRegistry()
+        self.telemetry = Telemetry(self.registry, self.log, labels, redactor=self.redactor)
+        self.metrics = MetricsSink(self.registry, catalog=self.catalog, static_labels=labels,
+                                   build_version=__version__, catalog_version=self.catalog.version)
+        self.ring = EventRing(config.events_buffer)
+        self.http: HttpServer | None = None
+        if config.metrics_addr:
+            host, port = parse_address(config.metrics_addr)
+            self.http = HttpServer(host, port, registry=self.registry, events=self.ring)
+        self.webhook: WebhookSink | None = None
+        if config.webhook_url:
+            self.webhook = WebhookSink(config.webhook_url, redactor=self.redactor,
+                                       telemetry=self.telemetry)
         self.store = CheckpointStore(config.state_dir)
         state, problem = self.store.load()
         if problem:
@@ -105,6 +128,13 @@ class Daemon:
             rotate_wait=config.rotate_wait,
             clock=clock,
         )
+        self.journals: list[JournalSource] = []
+        for unit in config.journal_units:
+            name = f"journal:{unit}"
+            self.journals.append(JournalSource(
+                [unit], name=name, directory=config.journal_directory,
+                after_cursor=state.journal.get(name),
+                from_beginning=config.journal_from_beginning or config.from_beginning))
         self.wakeup = _Wakeup()
         self._stop = False
         self._reload = False
@@ -122,6 +152,7 @@ class Daemon:
             window=self.config.aggregate_window,
             max_line_bytes=self.config.max_line_bytes,
             flush_after=self.config.partial_line_flush,
+            input_format=self.config.input_format,
         )
 
     def request_stop(self, *_: object) -> None:
@@ -142,7 +173,11 @@ class Daemon:
                       catalog_version=self.catalog.version, patterns=len(self.catalog.records),
                       prefilter=self.pipeline.engine.prefilter)
         self._start_watchdog()
+        if self.http is not None:
+            self.http.start()
+            self.log.info("serving", url=self.http.url)
         next_discovery = 0.0
+        ready = False
         next_checkpoint = self.clock() + self.config.checkpoint_interval
         try:
             while not self._stop:
@@ -153,6 +188,11 @@ class Daemon:
                 if now >= next_discovery:
                     self._discover()
                     next_discovery = now + self.config.poll_interval
+                    if not ready and self.http is not None:
+                        self.http.set_ready(True)  # catalog loaded, sources opened
+                    ready = True
+                if self.http is not None:
+                    self.http.heartbeat()
                 progressed = self.read_round(now)
                 self._emit(self.pipeline.tick(now))
                 if now >= next_checkpoint:
@@ -177,6 +217,12 @@ class Daemon:
         self._emit(self.pipeline.drain(now))
         self.checkpoint(final=True)
         self.files.close_all()
+        for journal in self.journals:
+            journal.close()
+        if self.webhook is not None:
+            self.webhook.close()
+        if self.http is not None:
+            self.http.stop()
         self.log.info("stopped")
 
     def reload(self) -> None:
@@ -184,15 +230,16 @@ class Daemon:
             config = load_config(file=self.config_file, flags=self.flags)
             catalog = load_checked_catalog(config)
         except (ConfigError, CatalogError) as e:
-            self.log.error("reload_failed", detail=str(e), kept_catalog=self.catalog.version)
+            self.telemetry.reload("failed", detail=str(e), kept_catalog=self.catalog.version)
             return
         self._emit(self.pipeline.finish(self.clock()))
         self.checkpoint()
         self.config = dataclasses.replace(config, state_dir=self.config.state_dir)
         self.catalog = catalog
         self.pipeline = self._new_pipeline(catalog)
+        self.metrics.reload(catalog)
         self.files.globs, self.files.exclude = config.paths, config.exclude
-        self.log.info("reloaded", catalog_version=catalog.version, patterns=len(catalog.records))
+        self.telemetry.reload("ok", catalog_version=catalog.version, patterns=len(catalog.records))
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -216,6 +263,16 @@ class Daemon:
                 progressed = True
         if self.read_stdin and not self._stdin_done:
             progressed |= self._read_stdin(now)
+        for journal in self.journals:
+            for status in journal.poll():
+                level = "info" if status.kind in ("started", "finished") else "warning"
+                self.telemetry.notice(f"journal_{status.kind}", level=level, source=journal.name,
+                                      detail=status.message)
+            lines = journal.read(1024)
+            if lines:
+                progressed = True
+                self.telemetry.lines(journal.name, len(lines), sum(len(x.text) for x in lines))
+                self._emit(self.pipeline.feed_lines(journal.name, lines, now))
         return progressed
 
     def _read_file(self, f: TailedFile, now: float, budget: int) -> bool:
@@ -235,7 +292,9 @@ class Daemon:
             f.pending_partial_since = None
             if f.identity.fp_len < self.config.fingerprint_bytes:
                 self.files.refresh_identity(f)  # a young file: its fingerprint grows with it
+            before = self.pipeline.stats.lines
             self._emit(self.pipeline.feed(Chunk(data, f.source_id, f.offset), now))
+            self.telemetry.lines(f.pattern, self.pipeline.stats.lines - before, len(data))
             return True
         partial_start = self.pipeline.partial_line_start(f.source_id)
         if partial_start is not None:
@@ -275,14 +334,31 @@ class Daemon:
     def _emit(self, events: list[Event]) -> None:
         if not events:
             return
-        shown = [dataclasses.replace(e, source=display_name(e.source)) for e in events]
-        self.sink.accept(shown)
+        wall = self.wall()
+        shown = [dataclasses.replace(e, source=display_name(e.source), observed_ts=wall)
+                 for e in events]
+        dicts = [event_dict(e, self.redactor) for e in shown]  # redacted once, here
+        self.sink.write(dicts)
+        self.metrics.accept(shown)
+        self.ring.extend(dicts)
+        if self.webhook is not None:
+            self.webhook.accept(shown)
 
     def checkpoint(self, *, final: bool = False) -> None:
         wall = self.wall()
         for f in self.files.files.values():
             offset = self.pipeline.checkpoint_offset(f.source_id)
             self.files.checkpoint(f, f.offset if offset is None else offset, wall)
+        for f in self.files.files.values():
+            try:
+                self.telemetry.read_lag(f.pattern, max(0, f.size() - f.offset))
+            except OSError:
+                pass
+        for journal in self.journals:
+            offset = self.pipeline.checkpoint_offset(journal.name)
+            cursor = journal.cursor_for_checkpoint(offset) if offset is not None else None
+            if cursor is not None:
+                self.state.journal[journal.name] = cursor
         tracked = {f.identity.key for f in self.files.files.values()}
         for key, cp in list(self.state.files.items()):
             if key not in tracked and wall - cp.updated > CHECKPOINT_RETENTION:
@@ -290,12 +366,23 @@ class Daemon:
         try:
             self.store.save(self.state)
         except CheckpointError as e:
-            self.log.error("checkpoint_failed", detail=str(e), final=final)
+            self.telemetry.checkpoint_failed("write", detail=str(e), final=final)
+        else:
+            self.telemetry.checkpoint_written()
 
     def _log_notices(self) -> None:
         for n in self.files.take_notices():
-            level = self.log.warning if n.kind in ("unreadable", "truncated") else self.log.info
-            level(f"file_{n.kind}", path=n.path, detail=n.detail)
+            self._notice(n)
+
+    def _notice(self, n: SourceNotice) -> None:
+        """Each file event is logged and counted in one place: telemetry."""
+        if n.kind == "rotated":
+            self.telemetry.rotated(n.pattern, path=n.path, detail=n.detail)
+        elif n.kind == "truncated":
+            self.telemetry.truncated(n.pattern, path=n.path, detail=n.detail)
+        else:
+            level = "warning" if n.kind == "unreadable" else "info"
+            self.telemetry.notice(f"file_{n.kind}", level=level, path=n.path, detail=n.detail)
 
     def _start_watchdog(self) -> None:
         """inotify (via watchdog) wakes discovery early; polling stays the ground truth."""

@@ -33,7 +33,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
 
 class DaemonProcess:
     def __init__(self, tmp: Path, globs: list[str], *extra: str, name: str = "d",
-                 honour_file_modes: bool = False) -> None:
+                 honour_file_modes: bool = False, env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
         self.state = tmp / "state"
         self.catalog = tmp / "writer-catalog.json"
@@ -44,6 +44,7 @@ class DaemonProcess:
         self.extra = list(extra)
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
+        self.env = env or {}
         # Root reads any file; without CAP_DAC_OVERRIDE it is refused like any user.
         self.prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
                        "--inh-caps=-dac_override,-dac_read_search"] \
@@ -57,7 +58,10 @@ class DaemonProcess:
             [*self.prefix, sys.executable, "-m", "matcher", "watch", "--state-dir", str(self.state),
              "--catalog", str(self.catalog), "--no-builtin", "--poll-interval", "0.05",
              *self.extra, *self.globs],
-            stdout=out, stderr=err, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=out, stderr=err, cwd=REPO,
+            # Lines here carry distinct captures: nothing to collapse, so a short window.
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "SGLANG_MATCHER_AGGREGATE_WINDOW": "0.5",
+                 **self.env},
         )
         out.close()
         err.close()

@@ -57,10 +57,14 @@ class JsonEventSink:
         )
 
     def accept(self, events: list[Event]) -> None:
-        for e in events:
-            d = event_dict(e, self._redactor)
-            name = d.pop("event")
-            self._log.msg(name, **d)
+        self.write([event_dict(e, self._redactor) for e in events])
+
+    def write(self, dicts: list[dict[str, Any]]) -> None:
+        """Print event dicts that `event_dict` already made (and redacted)."""
+        for d in dicts:
+            fields = dict(d)
+            name = fields.pop("event")
+            self._log.msg(name, **fields)
 
 
 def _dumps(obj: Any, **kw: Any) -> str:

@@ -54,6 +54,7 @@ class SourceNotice:
     kind: str  # rotated | truncated | opened | closed | unreadable | recovered
     path: str
     detail: str = ""
+    pattern: str = ""
 
 
 @dataclass(slots=True)
@@ -69,6 +70,7 @@ class TailedFile:
     pending_partial_since: float | None = None
     tail: bytes = b""  # the last bytes read: recognizes a copy of this file
     parked_for: tuple[int, int] | None = None  # a copy waiting for its original's truncation
+    pattern: str = ""  # the configured glob that found it: the `source` label of its metrics
 
     def read(self, max_bytes: int) -> bytes:
         data = os.pread(self.fd, max_bytes, self.offset)
@@ -140,22 +142,23 @@ class FileSet:
         # (identity, offset, tail bytes, when) of files truncated in place: to know their copy
         self._truncations: list[tuple[FileIdentity, int, bytes, float]] = []
 
-    def paths(self) -> list[str]:
-        out: list[str] = []
+    def paths(self) -> dict[str, str]:
+        """Matching paths, each with the configured glob that found it (a bounded label)."""
+        out: dict[str, str] = {}
         for pattern in self.globs:
             for p in sorted(glob.glob(pattern, recursive=True)):
                 base = os.path.basename(p)
                 if any(fnmatch.fnmatch(base, x) or fnmatch.fnmatch(p, x) for x in self.exclude):
                     continue
-                out.append(p)
-        return list(dict.fromkeys(out))
+                out.setdefault(p, pattern)
+        return out
 
     def discover(self) -> list[TailedFile]:
         """Re-evaluate the globs; open new files; return files that are done (to be closed)."""
         now = self.clock()
         for f in self.files.values():
             f.seen_at_path = False
-        for path in self.paths():
+        for path, pattern in self.paths().items():
             try:
                 st = os.stat(path)
             except OSError:
@@ -169,7 +172,7 @@ class FileSet:
                 tracked.seen_at_path = True
                 tracked.gone_since = None
                 continue
-            self._open(path, now)
+            self._open(path, pattern, now)
         self._first_scan = False
         done: list[TailedFile] = []
         for key, f in list(self.files.items()):
@@ -178,13 +181,13 @@ class FileSet:
             if f.gone_since is None:
                 f.gone_since = now
                 self.notices.append(SourceNotice("rotated", f.path, "no longer at its path; "
-                                                 "reading it to its end"))
+                                                 "reading it to its end", f.pattern))
             if now - max(f.gone_since, f.last_growth) >= self.rotate_wait and f.offset >= f.size():
                 done.append(f)
                 del self.files[key]
         return done
 
-    def _open(self, path: str, now: float) -> None:
+    def _open(self, path: str, pattern: str, now: float) -> None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as e:
@@ -202,7 +205,7 @@ class FileSet:
         size = os.fstat(fd).st_size
         offset, how, parked_for = self._start_offset(fd, ident, size, now)
         f = TailedFile(fd=fd, identity=ident, path=path, source_id=_source_id(path, ident),
-                       offset=offset, last_growth=now, parked_for=parked_for)
+                       offset=offset, last_growth=now, parked_for=parked_for, pattern=pattern)
         f.tail = f.bytes_before(offset, TAIL_BYTES)
         self.files[ident.inode_key] = f
         self.notices.append(SourceNotice("opened", path, f"{how} at offset {offset}"))
@@ -286,7 +289,8 @@ class FileSet:
             f.offset = 0
             f.tail = b""
             f.identity = identify(f.fd, self.fingerprint_bytes)
-            self.notices.append(SourceNotice("truncated", f.path, "restarting at offset 0"))
+            self.notices.append(SourceNotice("truncated", f.path, "restarting at offset 0",
+                                             f.pattern))
         return truncated
 
     def refresh_identity(self, f: TailedFile) -> None:
