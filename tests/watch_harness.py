@@ -33,7 +33,8 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
 
 class DaemonProcess:
     def __init__(self, tmp: Path, globs: list[str], *extra: str, name: str = "d",
-                 honour_file_modes: bool = False, env: dict[str, str] | None = None) -> None:
+                 honour_file_modes: bool = False, env: dict[str, str] | None = None,
+                 builtin: bool = False) -> None:
         self.tmp = tmp
         self.state = tmp / "state"
         self.catalog = tmp / "writer-catalog.json"
@@ -45,6 +46,7 @@ class DaemonProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
         self.env = env or {}
+        self.builtin = builtin  # also load the built-in sglang catalog
         # Root reads any file; without CAP_DAC_OVERRIDE it is refused like any user.
         self.prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
                        "--inh-caps=-dac_override,-dac_read_search"] \
@@ -56,7 +58,8 @@ class DaemonProcess:
         err = open(self.err, "ab")
         self.proc = subprocess.Popen(
             [*self.prefix, sys.executable, "-m", "matcher", "watch", "--state-dir", str(self.state),
-             "--catalog", str(self.catalog), "--no-builtin", "--poll-interval", "0.05",
+             "--catalog", str(self.catalog), *([] if self.builtin else ["--no-builtin"]),
+             "--poll-interval", "0.05",
              *self.extra, *self.globs],
             stdout=out, stderr=err, cwd=REPO,
             # Lines here carry distinct captures: nothing to collapse, so a short window.
