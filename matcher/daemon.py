@@ -292,9 +292,12 @@ class Daemon:
             f.pending_partial_since = None
             if f.identity.fp_len < self.config.fingerprint_bytes:
                 self.files.refresh_identity(f)  # a young file: its fingerprint grows with it
-            before = self.pipeline.stats.lines
+            stats = self.pipeline.stats
+            lines, cut = stats.lines, stats.lines_truncated
             self._emit(self.pipeline.feed(Chunk(data, f.source_id, f.offset), now))
-            self.telemetry.lines(f.pattern, self.pipeline.stats.lines - before, len(data))
+            self.telemetry.lines(f.pattern, stats.lines - lines, len(data))
+            if stats.lines_truncated > cut:
+                self.telemetry.lines_truncated(f.pattern, stats.lines_truncated - cut, path=f.path)
             return True
         partial_start = self.pipeline.partial_line_start(f.source_id)
         if partial_start is not None:

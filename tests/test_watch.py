@@ -75,8 +75,9 @@ def test_copytruncate(tmp_path, glob):
         assert set(seqs) <= set(range(2000)) and len(seqs) >= 1900
 
 
-def test_file_that_appears_after_start_is_read_from_its_beginning(tmp_path):
-    with DaemonProcess(tmp_path, [str(tmp_path / "*.log")]) as d:
+@pytest.mark.parametrize("mode", [[], ["--poll-only"]], ids=["inotify", "poll-only"])
+def test_file_that_appears_after_start_is_read_from_its_beginning(tmp_path, mode):
+    with DaemonProcess(tmp_path, [str(tmp_path / "*.log")], *mode) as d:
         writer(tmp_path / "late.log", 500)
         d.wait_seqs(set(range(500)))
         assert d.stop() == 0

@@ -1,0 +1,687 @@
+"""sglang's own source → catalog records: one per raise, assert and logger call with a message.
+
+`extract_module` is pure: it takes one module's source text and its path inside the package
+(`sglang/srt/arg_groups/mamba_hook.py`) and returns seed-schema v2 records plus the counts that
+say what was seen and why a site gave no record. Reading a source tree, an installed package or
+a wheel happens at the edge (`iter_tree`, `iter_wheel`, `find_installed`), never in the middle.
+
+What a site's message becomes:
+- `errorMessage`: the message as the code builds it, written as one template whatever the source
+  used — literal text with `{` and `}` doubled, each hole `{expression}` with its conversion and
+  format spec (`{cfg.radix_cache_backend!r}`, `{n:.2f}`); `%` and `.format()` holes are written
+  the same way. A `KeyError`'s message is quoted, as Python prints it.
+- `messagePattern`: literal text escaped, each hole a lazy group named after its expression when
+  that is a name or an attribute (`(?P<radix_cache_backend>.+?)`), unnamed otherwise; a hole that
+  ends the pattern is greedy, so its capture is the whole rest of the line.
+
+What is lost, and counted by reason: messages that are not string templates at all (a variable,
+`str(e)`, a tuple), re-raises, exceptions without a message, and templates whose literal text is
+too short to recognize one site (`f"{e}"`, `f"Error: {e}"`) — they would pass the loader's
+specificity check only by matching everything. A logger call's message keeps its first line only:
+a log line's continuation is a line of its own in the log.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import string
+import zipfile
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from matcher.catalog.load import check_pattern
+from matcher.catalog.patterns import escape_literal
+
+REPO = "sgl-project/sglang"
+GITHUB = f"https://github.com/{REPO}"
+ID_PREFIX = "sglang-matcher/generated/"
+
+_LOG_LEVELS = {"error": "error", "exception": "error", "critical": "error",
+               "warning": "warning", "warn": "warning"}
+_EXCLUDED_DIRS = frozenset({"test", "tests", "benchmark", "benchmarks"})
+_CONVERSIONS = {ord("r"): "!r", ord("s"): "!s", ord("a"): "!a", -1: ""}
+_PERCENT = re.compile(
+    r"%(?:\((?P<key>[^)]*)\))?(?P<flags>[-#0 +]*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?"
+    r"[hlL]?(?P<type>[diouxXeEfFgGcrsa%])"
+)
+_GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_POSITIONAL_NAME = re.compile(r"arg\d+")
+
+
+# Skip reasons, as printed by `catalog extract` and kept in the stats file.
+NO_MESSAGE = "no message"
+RERAISE = "re-raise of an existing exception"
+CALL_RESULT = "raises what a function returns"
+NOT_TEMPLATE = "message is not a string template (variable, call, tuple)"
+KEYWORD_ONLY = "message only in keyword arguments"
+SEVERAL_ARGS = "several arguments (printed as a tuple)"
+TOO_VAGUE = "too little literal text"
+DUPLICATE = "same message as an earlier site in the module (merged into its record)"
+
+
+# --- the template of one message -----------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Hole:
+    expression: str  # source text of what fills the hole (`cfg.radix_cache_backend`)
+    conversion: str = ""  # `!r`, `!s`, `!a` or ""
+    spec: str = ""  # format spec without the colon
+    name: str | None = None  # the capture group's name, when the expression gives one
+
+    @property
+    def template(self) -> str:
+        return "{" + self.expression + self.conversion + (":" + self.spec if self.spec else "") + "}"
+
+
+Part = str | Hole
+
+
+def _hole(node: ast.expr, conversion: str = "", spec: str = "", name: str | None = None) -> Hole:
+    expression = ast.unparse(node)
+    if name is None:
+        if isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.Attribute):
+            name = node.attr
+    return Hole(expression, conversion, spec, name)
+
+
+def _joined_spec(node: ast.expr | None) -> str:
+    """A format spec (itself a JoinedStr) back to text: `{width}` holes kept as written."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                out.append(str(v.value))
+            elif isinstance(v, ast.FormattedValue):
+                out.append(_hole(v.value, _CONVERSIONS.get(v.conversion, "")).template)
+        return "".join(out)
+    return ast.unparse(node)
+
+
+def message_parts(node: ast.expr) -> list[Part] | None:
+    """The literal text and holes of a string-building expression, or None if it is not one.
+
+    Literals, f-strings, implicit concatenation (already one constant in the tree), `+` of
+    templates and other values, `"…" % args` and `"…".format(...)` are understood.
+    """
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        parts: list[Part] = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            elif isinstance(v, ast.FormattedValue):
+                parts.append(_hole(v.value, _CONVERSIONS.get(v.conversion, ""),
+                                   _joined_spec(v.format_spec)))
+        return parts
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = message_parts(node.left), message_parts(node.right)
+        if left is None and right is None:
+            return None
+        return [*(left if left is not None else [_hole(node.left)]),
+                *(right if right is not None else [_hole(node.right)])]
+    if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
+        return percent_parts(node.left.value, node.right)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format" and isinstance(node.func.value, ast.Constant)
+            and isinstance(node.func.value.value, str)):
+        return format_parts(node.func.value.value, node.args, node.keywords)
+    return None
+
+
+def percent_parts(fmt: str, args: ast.expr | list[ast.expr] | None) -> list[Part]:
+    """`"x=%s y=%(k)r" % …` → parts; `args` is the right operand, or a logger call's args."""
+    if isinstance(args, list):
+        positional: list[ast.expr] | None = args
+    elif isinstance(args, ast.Tuple):
+        positional = list(args.elts)
+    elif args is None:
+        positional = []
+    else:
+        positional = None  # one value, or a tuple we cannot see into
+    mapping = (
+        {k.value: v for k, v in zip(args.keys, args.values, strict=True)
+         if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        if isinstance(args, ast.Dict) else {}
+    )
+    n_holes = sum(1 for m in _PERCENT.finditer(fmt) if m.group("type") != "%")
+    parts: list[Part] = []
+    pos = 0
+    index = 0
+    for m in _PERCENT.finditer(fmt):
+        parts.append(fmt[pos:m.start()])
+        pos = m.end()
+        kind = m.group("type")
+        if kind == "%":
+            parts.append("%")
+            continue
+        conversion = {"r": "!r", "a": "!a"}.get(kind, "")
+        spec = "" if kind in "rsa" else (
+            m.group("flags") + (m.group("width") or "")
+            + (f".{m.group('prec')}" if m.group("prec") else "") + kind)
+        key = m.group("key")
+        value: ast.expr | None = None
+        name: str | None = None
+        if key is not None:
+            value, name = mapping.get(key), key
+        elif positional is not None and index < len(positional):
+            value = positional[index]
+        elif positional is None and n_holes == 1 and isinstance(args, ast.expr):
+            value = args
+        index += 1
+        if value is None:
+            parts.append(Hole(key or "", conversion, spec, name))
+        else:
+            parts.append(_hole(value, conversion, spec, name))
+    parts.append(fmt[pos:])
+    return parts
+
+
+def format_parts(fmt: str, args: list[ast.expr], keywords: list[ast.keyword]) -> list[Part] | None:
+    """`"{} and {name!r}".format(a, name=b)` → parts; None if the template is malformed."""
+    kwargs = {k.arg: k.value for k in keywords if k.arg is not None}
+    parts: list[Part] = []
+    auto = 0
+    try:
+        parsed = list(string.Formatter().parse(fmt))
+    except ValueError:
+        return None
+    for literal, field_name, spec, conversion in parsed:
+        if literal:
+            parts.append(literal)
+        if field_name is None:
+            continue
+        first, rest = re.match(r"([^.\[]*)(.*)", field_name).groups()  # type: ignore[union-attr]
+        conv = f"!{conversion}" if conversion else ""
+        value: ast.expr | None
+        name: str | None = None
+        if first == "":
+            value = args[auto] if auto < len(args) else None
+            auto += 1
+        elif first.isdigit():
+            value = args[int(first)] if int(first) < len(args) else None
+        else:
+            value, name = kwargs.get(first), first
+        if rest:
+            expression = (ast.unparse(value) if value is not None else first) + rest
+            attr = re.search(r"\.([A-Za-z_]\w*)$", rest)
+            parts.append(Hole(expression, conv, spec or "", attr.group(1) if attr else None))
+        elif value is None:
+            parts.append(Hole(first, conv, spec or "", name))
+        else:
+            parts.append(_hole(value, conv, spec or "", name))
+    return parts
+
+
+def _merge_literals(parts: Iterable[Part]) -> list[Part]:
+    out: list[Part] = []
+    for p in parts:
+        if isinstance(p, str):
+            if not p:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] += p
+                continue
+        out.append(p)
+    return out
+
+
+def _quoted(parts: list[Part]) -> list[Part]:
+    """A KeyError prints `repr(message)`: the template in the quotes `repr` would choose."""
+    literal = "".join(p for p in parts if isinstance(p, str))
+    quote = '"' if "'" in literal and '"' not in literal else "'"
+    escaped: list[Part] = [
+        p.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t") if isinstance(p, str) else p
+        for p in parts
+    ]
+    return [quote, *escaped, quote]
+
+
+def template_of(parts: list[Part]) -> str:
+    return "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str) else p.template
+                   for p in parts)
+
+
+def pattern_of(parts: list[Part], *, first_line_only: bool) -> str:
+    """Literal text escaped, holes as groups; whitespace at line ends made optional."""
+    if first_line_only:
+        cut: list[Part] = []
+        for p in parts:
+            if isinstance(p, str) and "\n" in p:
+                cut.append(p.split("\n", 1)[0])
+                break
+            cut.append(p)
+        parts = cut
+    parts = _merge_literals(parts)
+    # Leading and trailing whitespace is not part of what a log shows after `Class: `.
+    if parts and isinstance(parts[0], str):
+        parts[0] = parts[0].lstrip()
+    if parts and isinstance(parts[-1], str):
+        parts[-1] = parts[-1].rstrip()
+    parts = _merge_literals(parts)
+    used: Counter[str] = Counter()
+    out: list[str] = []
+    for i, p in enumerate(parts):
+        if isinstance(p, str):
+            lines = p.split("\n")
+            if len(lines) > 1:  # the framer joins continuation lines stripped, with "\n"
+                lines = ([lines[0].rstrip()] + [x.strip() for x in lines[1:-1]]
+                         + [lines[-1].lstrip()])
+            pieces = [escape_literal(x.replace("{", "{{").replace("}", "}}")) for x in lines]
+            out.append(r"\s*\n\s*".join(pieces))
+            continue
+        body = ".+" if i == len(parts) - 1 else ".+?"
+        name = _group_name(p.name, used)
+        out.append(f"(?P<{name}>{body})" if name else f"({body})")
+    return "".join(out)
+
+
+def _group_name(name: str | None, used: Counter[str]) -> str | None:
+    if not name or not _GROUP_NAME.fullmatch(name):
+        return None
+    if _POSITIONAL_NAME.fullmatch(name):
+        name += "_"  # `arg1` is what an unnamed group is called in captures
+    used[name] += 1
+    return name if used[name] == 1 else f"{name}_{used[name]}"
+
+
+# --- sites of one module ---------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    kind: str  # "raise" | "assert" | "log"
+    line: int
+    error_class: str | None
+    severity: str
+    function: str  # qualified name of the enclosing function, "" at module level
+    condition: str  # the innermost `if` test (or the assert's test) that leads here, "" if none
+    message: ast.expr | None
+    log_args: list[ast.expr] = field(default_factory=list)
+    skip: str | None = None  # why no message can be read, decided while walking
+
+
+class _Walker(ast.NodeVisitor):
+    """Collect sites with the function and condition that lead to each."""
+
+    def __init__(self) -> None:
+        self.sites: list[Site] = []
+        self._functions: list[str] = []
+        self._conditions: list[str] = []
+
+    def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        self._functions.append(node.name)
+        saved, self._conditions = self._conditions, []
+        self.generic_visit(node)
+        self._conditions = saved
+        self._functions.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope  # noqa: N815
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        test = ast.unparse(node.test)
+        self._conditions.append(test)
+        for stmt in node.body:
+            self.visit(stmt)
+        self._conditions[-1] = f"not ({test})"
+        for stmt in node.orelse:
+            self.visit(stmt)
+        self._conditions.pop()
+
+    def _site(self, kind: str, line: int, cls: str | None, severity: str,
+              message: ast.expr | None, *, condition: str | None = None,
+              log_args: list[ast.expr] | None = None, skip: str | None = None) -> None:
+        self.sites.append(Site(
+            kind, line, cls, severity, ".".join(self._functions),
+            condition if condition is not None else (self._conditions[-1] if self._conditions else ""),
+            message, log_args or [], skip))
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        self.generic_visit(node)
+        exc = node.exc
+        if exc is None or not isinstance(exc, ast.Call):
+            skip = RERAISE if exc is None or not _is_class_name(exc) else NO_MESSAGE
+            self._site("raise", node.lineno, _class_of(exc), "error", None, skip=skip)
+            return
+        if not _is_class_name(exc.func):
+            self._site("raise", node.lineno, None, "error", None, skip=CALL_RESULT)
+            return
+        cls = ast.unparse(exc.func)
+        if not exc.args:
+            skip = KEYWORD_ONLY if exc.keywords else NO_MESSAGE
+            self._site("raise", node.lineno, cls, "error", None, skip=skip)
+        elif len(exc.args) > 1 or isinstance(exc.args[0], ast.Starred):
+            self._site("raise", node.lineno, cls, "error", exc.args[0], skip=SEVERAL_ARGS)
+        else:
+            self._site("raise", node.lineno, cls, "error", exc.args[0])
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self.generic_visit(node)
+        # Python reports a failed assert at its test expression's line.
+        self._site("assert", node.test.lineno, "AssertionError", "error", node.msg,
+                   condition=ast.unparse(node.test), skip=None if node.msg else NO_MESSAGE)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _LOG_LEVELS
+                and _is_logger(func.value)):
+            return
+        if not node.args or isinstance(node.args[0], ast.Starred):
+            self._site("log", node.lineno, None, _LOG_LEVELS[func.attr], None, skip=NO_MESSAGE)
+            return
+        self._site("log", node.lineno, None, _LOG_LEVELS[func.attr], node.args[0],
+                   log_args=list(node.args[1:]))
+
+
+def _is_class_name(node: ast.expr) -> bool:
+    """`ValueError`, `torch.cuda.OutOfMemoryError`: a name whose last part is capitalized."""
+    last = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return bool(last) and last[0].isupper() and isinstance(node, ast.Name | ast.Attribute)
+
+
+def _class_of(node: ast.expr | None) -> str | None:
+    return ast.unparse(node) if node is not None and _is_class_name(node) else None
+
+
+def _is_logger(node: ast.expr) -> bool:
+    """`logger`, `log`, `self.logger`, `logging`, `init_logger(...)`/`logging.getLogger(...)`."""
+    if isinstance(node, ast.Call):
+        name = ast.unparse(node.func)
+        return name.endswith(("getLogger", "get_logger", "init_logger"))
+    last = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return last.lower() in ("log", "logging") or last.lower().endswith("logger")
+
+
+# --- records ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """What extraction saw: counts by site kind, and why sites gave no record."""
+
+    files: int = 0
+    sites: Mapping[str, int] = field(default_factory=dict)  # kind → sites seen
+    with_message: Mapping[str, int] = field(default_factory=dict)  # kind → string-message sites
+    covered: Mapping[str, int] = field(default_factory=dict)  # kind → sites that got a record
+    records: Mapping[str, int] = field(default_factory=dict)  # kind → distinct records made
+    skipped: Mapping[str, int] = field(default_factory=dict)  # reason → sites
+    files_skipped: Mapping[str, int] = field(default_factory=dict)  # reason → files
+
+    def __add__(self, other: Stats) -> Stats:
+        def add(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+            return dict(sorted((Counter(a) + Counter(b)).items()))
+        return Stats(self.files + other.files, add(self.sites, other.sites),
+                     add(self.with_message, other.with_message), add(self.covered, other.covered),
+                     add(self.records, other.records), add(self.skipped, other.skipped),
+                     add(self.files_skipped, other.files_skipped))
+
+    @property
+    def coverage(self) -> float:
+        """Share of raise/assert sites with a string message that a record recognizes."""
+        n = sum(self.with_message.get(k, 0) for k in ("raise", "assert"))
+        got = sum(self.covered.get(k, 0) for k in ("raise", "assert"))
+        return got / n if n else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "sites": dict(self.sites),
+            "sites_with_string_message": dict(self.with_message),
+            "sites_covered": dict(self.covered),
+            "records": dict(self.records),
+            "skipped": dict(self.skipped),
+            "files_skipped": dict(self.files_skipped),
+            "coverage": round(self.coverage, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    records: tuple[dict[str, Any], ...]
+    stats: Stats
+
+
+def module_name(path: str) -> str:
+    p = PurePosixPath(path)
+    parts = list(p.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def record_id(module: str, error_class: str, template: str) -> str:
+    """Stable across versions while the message, its class and its module stay the same."""
+    key = f"{ID_PREFIX}{module}\n{error_class}\n{template}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def slugify(text: str, limit: int = 48) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].rstrip("-")
+
+
+def extract_module(text: str, path: str, *, version: str) -> Extraction:
+    """Records for one module's source; `path` is inside the package: `sglang/srt/x.py`."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError):
+        return Extraction((), Stats(files=1, files_skipped={"syntax error": 1}))
+    walker = _Walker()
+    walker.visit(tree)
+    module = module_name(path)
+    sites: Counter[str] = Counter()
+    with_message: Counter[str] = Counter()
+    covered: Counter[str] = Counter()
+    made: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    records: dict[str, dict[str, Any]] = {}
+    for site in sorted(walker.sites, key=lambda s: s.line):
+        sites[site.kind] += 1
+        if site.skip is not None and site.skip != SEVERAL_ARGS:
+            skipped[site.skip] += 1
+            continue
+        assert site.message is not None
+        if site.kind == "log":
+            parts = _log_parts(site.message, site.log_args)
+        else:
+            parts = message_parts(site.message)
+        if parts is None:
+            skipped[NOT_TEMPLATE] += 1
+            continue
+        with_message[site.kind] += 1
+        if site.skip is not None:
+            skipped[site.skip] += 1
+            continue
+        parts = _merge_literals(parts)
+        if site.error_class is not None and site.error_class.rsplit(".", 1)[-1] == "KeyError":
+            parts = _quoted(parts)
+        template = template_of(parts)
+        pattern = pattern_of(parts, first_line_only=site.kind == "log")
+        if not isinstance(check_pattern(pattern), int):
+            skipped[TOO_VAGUE] += 1
+            continue
+        cls_key = site.error_class or f"logger.{site.severity}"
+        rid = record_id(module, cls_key, template)
+        covered[site.kind] += 1
+        if rid in records:
+            records[rid].setdefault("alsoAt", []).append(site.line)
+            skipped[DUPLICATE] += 1
+            continue
+        made[site.kind] += 1
+        records[rid] = _record(rid, site, template, pattern, path, module, version)
+    stats = Stats(1, dict(sites), dict(with_message), dict(covered), dict(made), dict(skipped))
+    return Extraction(tuple(records.values()), stats)
+
+
+def _log_parts(message: ast.expr, args: list[ast.expr]) -> list[Part] | None:
+    """A logger call formats `msg % args` only when there are args."""
+    if args and isinstance(message, ast.Constant) and isinstance(message.value, str):
+        return percent_parts(message.value, args)
+    return message_parts(message)
+
+
+def _record(rid: str, site: Site, template: str, pattern: str, path: str, module: str,
+            version: str) -> dict[str, Any]:
+    file_path = f"python/{path}"
+    where = f"{path.removeprefix('sglang/')}:{site.line}"
+    what = {"raise": f"raises {site.error_class}", "assert": "asserts",
+            "log": f"logs at level {site.severity}"}[site.kind]
+    fn = f"`{site.function}()`" if site.function else "module-level code"
+    doc = f"sglang {version}: {fn} in {module} ({where}) {what} with this message"
+    if site.condition:
+        cond = site.condition if len(site.condition) <= 200 else site.condition[:199] + "…"
+        doc += (f"; the assertion `{cond}` failed" if site.kind == "assert"
+                else f", when `{cond}`")
+    parts = PurePosixPath(path).parts
+    return {
+        "id": rid,
+        "repo": REPO,
+        "slug": slugify(template.strip("'\"")) or slugify(module),
+        "errorMessage": template,
+        "messagePattern": pattern,
+        "errorType": site.kind,
+        "errorClass": site.error_class,
+        "severity": site.severity,
+        "filePath": file_path,
+        "lineNumber": site.line,
+        "githubUrl": f"{GITHUB}/blob/v{version}/{file_path}#L{site.line}",
+        "documentation": doc + ".",
+        "triggerScenarios": site.condition,
+        "tags": ["sglang", "generated", site.kind, *parts[1:-1][:2]],
+        "sglangVersions": [version],
+        "schemaVersion": 2,
+    }
+
+
+def extract_files(files: Iterable[tuple[str, str]], *, version: str) -> Extraction:
+    """Records for many modules, `(path inside the package, source text)` each."""
+    records: list[dict[str, Any]] = []
+    stats = Stats()
+    for path, text in files:
+        ex = extract_module(text, path, version=version)
+        records.extend(ex.records)
+        stats = stats + ex.stats
+    records.sort(key=lambda r: (r["filePath"], r["lineNumber"], r["id"]))
+    return Extraction(tuple(records), stats)
+
+
+def excluded(path: str) -> bool:
+    """sglang's tests, benchmarks and tooling dot-directories are not the server."""
+    p = PurePosixPath(path)
+    name = p.name
+    return (
+        any(part in _EXCLUDED_DIRS or part.startswith(".") for part in p.parts[:-1])
+        or name.startswith(("test_", "bench_")) or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+# --- the edge: where the source comes from ------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SourceFiles:
+    files: tuple[tuple[str, str], ...]  # (path inside the package, text)
+    version: str | None
+    excluded: int
+
+
+def package_dir(root: Path) -> Path:
+    """`DIR` may be a checkout (`python/sglang`), a site-packages dir, or the package itself."""
+    for candidate in (root / "python" / "sglang", root / "sglang", root):
+        if (candidate / "__init__.py").is_file() and candidate.name == "sglang":
+            return candidate
+    raise FileNotFoundError(f"no sglang package under {root}")
+
+
+def read_tree(root: Path) -> SourceFiles:
+    pkg = package_dir(root)
+    files: list[tuple[str, str]] = []
+    n_excluded = 0
+    for p in sorted(pkg.rglob("*.py")):
+        rel = "sglang/" + p.relative_to(pkg).as_posix()
+        if excluded(rel):
+            n_excluded += 1
+            continue
+        files.append((rel, p.read_text(encoding="utf-8", errors="replace")))
+    return SourceFiles(tuple(files), _version_in(dict(files).get("sglang/_version.py")
+                                                 or dict(files).get("sglang/version.py")),
+                       n_excluded)
+
+
+def read_wheel(wheel: Path) -> SourceFiles:
+    files: list[tuple[str, str]] = []
+    n_excluded = 0
+    version = None
+    with zipfile.ZipFile(wheel) as zf:
+        for name in sorted(zf.namelist()):
+            if name.endswith(".dist-info/METADATA"):
+                m = re.search(r"^Version: (\S+)$", zf.read(name).decode(errors="replace"), re.M)
+                version = m.group(1) if m else None
+            if not (name.startswith("sglang/") and name.endswith(".py")):
+                continue
+            if excluded(name):
+                n_excluded += 1
+                continue
+            files.append((name, zf.read(name).decode("utf-8", errors="replace")))
+    return SourceFiles(tuple(files), version or _version_in(dict(files).get("sglang/_version.py")),
+                       n_excluded)
+
+
+def find_installed() -> tuple[Path, str | None]:
+    """The sglang in this environment, found without importing it (importing it is heavy)."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("sglang is not installed in this Python environment")
+    try:
+        version: str | None = importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return Path(next(iter(spec.submodule_search_locations))), version
+
+
+def _version_in(text: str | None) -> str | None:
+    if not text:
+        return None
+    m = re.search(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", text, re.M)
+    return m.group(1) if m else None
+
+
+def iter_jsonl(records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    import json
+
+    for r in records:
+        yield json.dumps(r, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def stats_toml(stats: Stats, *, version: str, source: str) -> str:
+    """The stats as TOML (a suffix the catalog loader does not read)."""
+    def table(name: str, values: Mapping[str, int]) -> list[str]:
+        return [f"\n[{name}]"] + [f'"{k}" = {v}' for k, v in values.items()]
+
+    lines = [
+        "# written by `sglang-matcher catalog extract`; coverage = sites_covered / "
+        "sites_with_string_message over raise and assert sites",
+        f'sglang_version = "{version}"',
+        f'source = "{source}"',
+        f"files = {stats.files}",
+        f"coverage = {round(stats.coverage, 4)}",
+    ]
+    lines += table("sites", stats.sites)
+    lines += table("sites_with_string_message", stats.with_message)
+    lines += table("sites_covered", stats.covered)
+    lines += table("records", stats.records)
+    lines += table("skipped", stats.skipped)
+    lines += table("files_skipped", stats.files_skipped)
+    return "\n".join(lines) + "\n"
