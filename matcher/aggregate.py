@@ -7,12 +7,17 @@ from a child process`) that follows a root cause within the window is attached t
 `consequences` instead of standing as a failure of its own. Exceptions no pattern knows become
 `sglang_unknown_error` events with a fingerprint of their message shape.
 
+Repeats (a crash loop) are rate-limited when `repeat_interval` is set: at most one printed event
+per error per interval; the others come out `quiet` — counted by the metrics sink, not printed —
+and the next printed one carries `suppressed: N`.
+
 Time is the log's own timestamp when the line has one, else the `now` the caller passes; the
 module never reads a clock. Nothing is dropped: `finish()` emits whatever is still open.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -96,8 +101,12 @@ class Aggregator:
         window: float = DEFAULT_WINDOW,
         catalog_version: str = "",
         labels: dict[str, str] | None = None,
+        repeat_interval: float = 0.0,
     ) -> None:
         self.window = window
+        self.repeat_interval = repeat_interval
+        self._last_printed: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
         self.catalog_version = catalog_version
         self.labels = dict(labels or {})
         self._open: dict[tuple[object, ...], _Group] = {}
@@ -164,6 +173,28 @@ class Aggregator:
         return ("unknown", fingerprint(exc.error_class, exc.message))
 
     def _close(self, group: _Group) -> Event:
+        event = self._event(group)
+        t = group.log_t if group.log_t is not None else group.now_t
+        return self._rate_limit(event, t)
+
+    def _rate_limit(self, event: Event, t: float) -> Event:
+        """At most one printed event per error per `repeat_interval`; the rest are `quiet`
+        (still counted) and the next printed one says how many were held back."""
+        if self.repeat_interval <= 0:
+            return event
+        key = event.pattern_id or event.fingerprint or ""
+        last = self._last_printed.get(key)
+        if last is not None and 0 <= t - last < self.repeat_interval:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return dataclasses.replace(event, quiet=True)
+        if len(self._last_printed) > 10_000:  # bounded: forget errors quiet for a whole interval
+            self._last_printed = {k: v for k, v in self._last_printed.items()
+                                  if t - v < self.repeat_interval}
+        self._last_printed[key] = t
+        held = self._suppressed.pop(key, 0)
+        return dataclasses.replace(event, suppressed=held) if held else event
+
+    def _event(self, group: _Group) -> Event:
         self._open.pop(group.key, None)
         if self._last_cause is group:
             self._last_cause = None

@@ -60,6 +60,8 @@ class Config:
     labels_from_env: Mapping[str, str] = field(default_factory=dict)
     redact_patterns: tuple[str, ...] = ()
     aggregate_window: float = 5.0
+    repeat_interval: float = 60.0
+    events_file: Path | None = None
 
     def static_labels(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """Configured labels plus those read from the environment (pod, namespace, node)."""

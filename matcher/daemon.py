@@ -37,7 +37,7 @@ from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.http import EventRing, HttpServer, parse_address
-from matcher.sinks.events import JsonEventSink, event_dict
+from matcher.sinks.events import EventWriter, event_dict
 from matcher.sinks.metrics import MetricsSink
 from matcher.sinks.webhook import WebhookSink
 from matcher.source.checkpoint import CheckpointError, CheckpointStore
@@ -98,7 +98,10 @@ class Daemon:
             ],
         )
         self.redactor = Redactor(config.redact_patterns)
-        self.sink = JsonEventSink(stdout, self.redactor)
+        self.sinks = [EventWriter(stdout, self.redactor, config.log_format)]
+        if config.events_file is not None:
+            self._events_file = open(config.events_file, "a", encoding="utf-8")  # noqa: SIM115
+            self.sinks.append(EventWriter(self._events_file, self.redactor, "json"))
         self.catalog = load_checked_catalog(config)
         self.pipeline = self._new_pipeline(self.catalog)
         labels = config.static_labels()
@@ -153,6 +156,7 @@ class Daemon:
             max_line_bytes=self.config.max_line_bytes,
             flush_after=self.config.partial_line_flush,
             input_format=self.config.input_format,
+            repeat_interval=self.config.repeat_interval,
         )
 
     def request_stop(self, *_: object) -> None:
@@ -340,12 +344,18 @@ class Daemon:
         wall = self.wall()
         shown = [dataclasses.replace(e, source=display_name(e.source), observed_ts=wall)
                  for e in events]
-        dicts = [event_dict(e, self.redactor) for e in shown]  # redacted once, here
-        self.sink.write(dicts)
-        self.metrics.accept(shown)
+        self.metrics.accept(shown)  # every failure counts, printed or rate-limited
+        printed = [e for e in shown if not e.quiet]
+        if len(printed) < len(shown):
+            self.telemetry.events_suppressed(len(shown) - len(printed))
+        if not printed:
+            return
+        dicts = [event_dict(e, self.redactor) for e in printed]  # redacted once, here
+        for sink in self.sinks:
+            sink.write(dicts)
         self.ring.extend(dicts)
         if self.webhook is not None:
-            self.webhook.accept(shown)
+            self.webhook.accept(printed)
 
     def checkpoint(self, *, final: bool = False) -> None:
         wall = self.wall()

@@ -58,12 +58,14 @@ class Pipeline:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         flush_after: float = 5.0,
         input_format: str = "auto",
+        repeat_interval: float = 0.0,
     ) -> None:
         if input_format not in INPUT_FORMATS:
             raise ValueError(f"input format {input_format!r} is not one of "
                              f"{', '.join(INPUT_FORMATS)}")
         self.engine = engine
-        self.aggregator = Aggregator(window=window, catalog_version=catalog_version, labels=labels)
+        self.aggregator = Aggregator(window=window, catalog_version=catalog_version, labels=labels,
+                                     repeat_interval=repeat_interval)
         self.max_line_bytes = max_line_bytes
         self.flush_after = flush_after
         self.input_format = input_format

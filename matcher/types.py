@@ -124,6 +124,8 @@ class Event:
     consequences: tuple[str, ...] = ()
     offset: int = 0
     lineno: int = 0
+    suppressed: int = 0  # repeats not printed since the last printed event of this error
+    quiet: bool = False  # a repeat within the rate limit: counted, not printed
 
 
 class Source(Protocol):

@@ -99,3 +99,35 @@ def test_open_offsets_name_each_sources_first_record_in_groups_not_yet_emitted()
     (e,) = agg.finish()
     assert (e.ranks, e.consequences, agg.open_offsets("a")) == (
         ("TP0", "TP1", "TP2"), ("Received sigquit from a child process.",), [])
+
+
+def test_crash_loop_prints_once_per_interval_and_counts_every_repeat():
+    """100 repeats of one error within a minute: the first is printed, the rest are quiet; after
+    the interval the next printed event says how many were held back."""
+    agg = Aggregator(window=5.0, repeat_interval=60.0)
+    engine = engine_with(NCCL)
+    events = []
+    for i in range(100):
+        text = f"[2026-01-01 12:00:{i % 60:02d} TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+        for r in frame_text(text):
+            events += agg.add(r, engine.match(r), now=float(i))
+    late = "[2026-01-01 12:01:30 TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+    for r in frame_text(late):
+        events += agg.add(r, engine.match(r), now=200.0)
+    events += agg.finish()
+    assert len(events) == 101
+    printed = [e for e in events if not e.quiet]
+    assert [(e.log_ts, e.suppressed) for e in printed] == [
+        ("2026-01-01 12:00:00", 0), ("2026-01-01 12:01:30", 99)]
+
+
+def test_without_a_repeat_interval_every_event_is_printed():
+    agg = Aggregator(window=5.0)
+    engine = engine_with(NCCL)
+    text = "[2026-01-01 12:00:0{s} TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+    events = []
+    for s in range(3):
+        for r in frame_text(text.format(s=s)):
+            events += agg.add(r, engine.match(r))
+    events += agg.finish()
+    assert [e.quiet for e in events] == [False, False, False]

@@ -37,13 +37,6 @@ class Catalog:
     version: str = "v1"
 
 
-@dataclass(frozen=True, slots=True)
-class SuppressingEvent(Event):
-    """An event as the aggregator reports it after holding back repeats."""
-
-    suppressed: int = 0
-
-
 def event(pattern_id: str | None, *, kind: str = "sglang_error", error_class: str = "ValueError",
           ranks: tuple[str, ...] = ("TP0",), **kw: object) -> Event:
     fields: dict[str, object] = {
@@ -126,14 +119,16 @@ def test_a_tp8_crash_from_a_real_log_counts_once():
     assert counted == {r.id: 1.0}
 
 
-def test_rank_collapsed_events_count_one_each_and_suppressed_repeats_add_n():
-    """occurrences (ranks) never multiply the count; `suppressed: N` held-back repeats add N."""
+def test_rank_collapsed_events_count_one_each_and_quiet_repeats_count_too():
+    """occurrences (ranks) never multiply the count; rate-limited (quiet) repeats each add 1 and
+    the `suppressed` note on the next printed event adds nothing more."""
     registry = CollectorRegistry()
     metrics = sink(registry)
     ranks = tuple(f"TP{i}" for i in range(8))
-    metrics.accept([event("cur-a", ranks=ranks)])
-    metrics.accept([SuppressingEvent(**{f.name: getattr(event("cur-a", ranks=ranks), f.name)
-                                        for f in dataclasses.fields(Event)}, suppressed=98)])
+    first = event("cur-a", ranks=ranks)
+    metrics.accept([first])
+    metrics.accept([dataclasses.replace(first, quiet=True) for _ in range(98)])
+    metrics.accept([dataclasses.replace(first, suppressed=98)])
     assert errors(registry)[("cur-a", "ValueError", "error")] == 100.0
     assert registry.get_sample_value("sglang_log_last_error_timestamp_seconds",
                                      {"pattern_id": "cur-a", "cluster": "c1"}) == 1_700_000_000.0

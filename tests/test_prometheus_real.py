@@ -124,10 +124,38 @@ def test_promtool_accepts_a_real_scrape(matcher):
     assert (checked.returncode, checked.stdout, checked.stderr) == (0, b"", b"")
 
 
-def test_real_prometheus_sees_the_error_counter_increase(matcher, tmp_path):
-    """Prometheus scrapes us every second; after the crash is counted, `increase(…[1m]) > 0`."""
-    events = matcher.crash_events()
-    [pattern_id] = {e.pattern_id for e in events}
+def test_real_prometheus_sees_a_running_daemons_counter_increase(tmp_path):
+    """A real daemon follows a log; Prometheus scrapes it every second; after a TP=8 crash is
+    appended to the log, `increase(sglang_log_errors_total{…}[1m]) > 0` holds in its query API,
+    and `promtool check metrics` accepts the daemon's own scrape."""
+    from watch_harness import DaemonProcess
+
+    log = tmp_path / "server.log"
+    log.touch()
+    env = {"SGLANG_MATCHER_LABELS": "cluster=test,model=qwen"}
+    daemon = DaemonProcess(tmp_path, [str(log)], "--metrics-addr", "127.0.0.1:0", env=env,
+                           builtin=True)
+    daemon.start()
+    try:
+        url = poll("daemon serving", lambda: _served_url(daemon), 20)
+        _prometheus_sees_increase(tmp_path, url, log, daemon)
+    finally:
+        if daemon.proc is not None:
+            daemon.stop()
+
+
+def _served_url(daemon: Any) -> str | None:
+    for line in daemon.err.read_text().splitlines():
+        if '"serving"' in line:
+            return json.loads(line)["url"]
+    return None
+
+
+def _prometheus_sees_increase(tmp_path: Path, url: str, log: Path, daemon: Any) -> None:
+    catalog = load_catalog()
+    pattern_id = next(r.id for r in catalog.records
+                      if r.slug == "transformers-backend-model-class-not-found")
+    target = url.split("//", 1)[1]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -135,9 +163,9 @@ def test_real_prometheus_sees_the_error_counter_increase(matcher, tmp_path):
     config.write_text(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: sglang-matcher\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{matcher.http.port}']\n")
-    log = tmp_path / "prometheus.log"
-    with log.open("wb") as out:
+        f"      - targets: ['{target}']\n")
+    plog = tmp_path / "prometheus.log"
+    with plog.open("wb") as out:
         proc = subprocess.Popen(
             [tool("prometheus"), f"--config.file={config}",
              f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
@@ -148,7 +176,7 @@ def test_real_prometheus_sees_the_error_counter_increase(matcher, tmp_path):
     def alive() -> str:
         if proc.poll() is None:
             return ""
-        return f"prometheus exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
+        return f"prometheus exited with {proc.returncode}:\n{plog.read_text()[-3000:]}"
 
     def query(q: str) -> list[dict[str, Any]]:
         status, body = fetch(f"{api}/api/v1/query?" + urllib.parse.urlencode({"query": q}))
@@ -160,17 +188,21 @@ def test_real_prometheus_sees_the_error_counter_increase(matcher, tmp_path):
         # The zero series is scraped before the first error: that is what makes increase() work.
         zero = poll("first scrape of the zero series", lambda: query(series), 30, alive)
         assert [r["value"][1] for r in zero] == ["0"]
-        matcher.metrics.accept(events)
+        with open(log, "a") as f:
+            f.write((FIXTURES / "sglang/constructed/tp8_scheduler_crash.log").read_text())
         [result] = poll("increase() > 0", lambda: query(f"increase({series}[1m]) > 0"), 60, alive)
         assert float(result["value"][1]) > 0
         labels = {k: v for k, v in result["metric"].items() if k not in ("instance", "job")}
-        record = matcher.catalog.by_id(pattern_id)
+        record = catalog.by_id(pattern_id)
         assert record is not None
-        expected = {"pattern_id": pattern_id, "error_class": record.error_class or "",
-                    "severity": record.severity, **STATIC}
-        assert labels == {k: v for k, v in expected.items() if v}  # "" is no label to Prometheus
+        assert labels == {"pattern_id": pattern_id, "error_class": record.error_class,
+                          "severity": record.severity, **STATIC}
         targets = json.loads(fetch(f"{api}/api/v1/targets")[1])["data"]["activeTargets"]
         assert [(t["health"], t["lastError"]) for t in targets] == [("up", "")]
+        status, body = fetch(url + "/metrics")
+        checked = subprocess.run([tool("promtool"), "check", "metrics"], input=body, check=False,
+                                 capture_output=True, timeout=30)
+        assert (status, checked.returncode, checked.stdout, checked.stderr) == (200, 0, b"", b"")
     finally:
         proc.terminate()
         try:

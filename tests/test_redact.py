@@ -62,3 +62,17 @@ def test_scan_output_carries_no_planted_secret(tmp_path):
         assert cmd_scan([str(log)], fmt, load_catalog(), out) == 1
         assert key not in out.getvalue()
         assert "***" in out.getvalue()
+
+
+def test_console_format_is_for_people_and_still_redacted():
+    import io
+    from matcher.sinks.events import EventWriter
+    from matcher.types import Event
+    out = io.StringIO()
+    EventWriter(out, Redactor(), "console").accept([Event(
+        event="sglang_error", error_class="ValueError", message="bad --api-key sk-live-abcdef123456",
+        source="server.log", severity="error", log_ts=None, observed_ts=0.0, ranks=("TP0",),
+        occurrences=1, traceback=None, pattern_id="p1")])
+    line = out.getvalue()
+    assert line.startswith("sglang_error") and "pattern_id=p1" in line
+    assert "sk-live-abcdef123456" not in line and "--api-key ***" in line

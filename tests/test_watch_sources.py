@@ -125,3 +125,70 @@ def _counter(url: str, slug: str) -> float | None:
         if line.startswith("sglang_log_errors_total{") and f'pattern_id="{rid}"' in line:
             return float(line.rsplit(" ", 1)[1])
     return None
+
+
+def test_crash_loop_counts_every_repeat_and_prints_at_most_two(tmp_path):
+    """The same launch error 100 times within a minute: the counter rises by 100, one or two
+    events are printed (the rest are rate-limited, counted in events_suppressed)."""
+    log = tmp_path / "server.log"
+    log.touch()
+    d = DaemonProcess(tmp_path, [str(log)], "--metrics-addr", "127.0.0.1:0", builtin=True)
+    with d:
+        url = wait_for(lambda: _served_url(d), 20)
+        with open(log, "a") as f:
+            for i in range(100):
+                ms = i * 590
+                f.write(f"[2026-01-01 12:00:{ms // 1000:02d}.{ms % 1000:03d}] RuntimeError: No accelerator "
+                        "(CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is available.\n")
+        assert wait_for(lambda: _counter(url, "no-accelerator-available") == 100.0, 30)
+        text = urllib.request.urlopen(url + "/metrics").read().decode()
+        assert d.stop() == 0
+    printed = [e for e in d.events() if e["role"] == "cause"]
+    assert 1 <= len(printed) <= 2
+    assert "sglang_matcher_events_suppressed_total 99.0" in text
+
+
+def test_planted_secrets_reach_no_output(tmp_path):
+    """Secrets in sglang's start-up dump and in error lines: not on stdout, stderr, /events,
+    /metrics or in webhook bodies."""
+    import http.server
+    import threading
+
+    secrets = ["sk-live-PLANTEDkey0042xyz", "hf_PLANTEDhuggingfacetoken000000000", "PLANTEDpass99"]
+    bodies: list[bytes] = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    log = tmp_path / "server.log"
+    log.touch()
+    d = DaemonProcess(tmp_path, [str(log)], "--metrics-addr", "127.0.0.1:0",
+                      "--webhook-url", f"http://127.0.0.1:{hook.server_address[1]}/events", builtin=True)
+    try:
+        with d:
+            url = wait_for(lambda: _served_url(d), 20)
+            with open(log, "a") as f:
+                f.write(f"[2026-01-01 12:00:00] server_args={{'model_path': '/m', 'api_key': '{secrets[0]}', "
+                        f"'hf_token': '{secrets[1]}'}}\n")
+                f.write("Traceback (most recent call last):\n"
+                        f"  File \"/x.py\", line 1, in f\n    connect('redis://app:{secrets[2]}@10.0.0.5:6379')\n"
+                        f"RuntimeError: cannot connect to redis://app:{secrets[2]}@10.0.0.5:6379 "
+                        f"with --api-key {secrets[0]} and token {secrets[1]}\n")
+            wait_for(lambda: d.events() and bodies, 30)
+            outputs = [urllib.request.urlopen(url + "/events").read(),
+                       urllib.request.urlopen(url + "/metrics").read()]
+            assert d.stop() == 0
+    finally:
+        hook.shutdown()
+    outputs += [d.out.read_bytes(), d.err.read_bytes(), *bodies]
+    assert d.events() and bodies  # the failure itself is reported
+    for secret in secrets:
+        assert not [o for o in outputs if secret.encode() in o], secret

@@ -42,19 +42,28 @@ def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
         d["remediation"] = event.remediation
     if event.fingerprint is not None:
         d["fingerprint"] = event.fingerprint
+    if event.suppressed:
+        d["suppressed"] = event.suppressed
     redacted: dict[str, Any] = redactor.value(d)
     return redacted
 
 
-class JsonEventSink:
-    """Writes one JSON object per line to a stream via a structlog logger of its own."""
+class EventWriter:
+    """Writes events to a stream, one per line: JSON (default) or `console` for people.
 
-    def __init__(self, stream: TextIO, redactor: Redactor) -> None:
+    Both go through structlog, configured here and only here, with a logger of their own so the
+    daemon's diagnostics (stderr) and its events (stdout) never mix.
+    """
+
+    def __init__(self, stream: TextIO, redactor: Redactor, fmt: str = "json") -> None:
         self._redactor = redactor
-        self._log = structlog.wrap_logger(
-            structlog.PrintLogger(stream),
-            processors=[structlog.processors.JSONRenderer(serializer=_dumps)],
+        renderer: Any = (
+            structlog.dev.ConsoleRenderer(colors=False, sort_keys=False)
+            if fmt == "console"
+            else structlog.processors.JSONRenderer(serializer=_dumps)
         )
+        self._log = structlog.wrap_logger(
+            structlog.PrintLogger(stream), processors=[renderer], cache_logger_on_first_use=True)
 
     def accept(self, events: list[Event]) -> None:
         self.write([event_dict(e, self._redactor) for e in events])

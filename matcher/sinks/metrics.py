@@ -3,9 +3,9 @@
 What is counted: one failure per event, however many ranks printed it. sglang prints the same
 traceback once per rank, and the aggregator collapses them into one `Event` with `ranks` and
 `occurrences`; a TP=8 crash (occurrences=8) is one failure and adds 1, so an alert fires once
-per crash and `increase()` reads as "crashes", not "crashes × world size". Repeats the aggregator
-held back (rate-limited) are reported later on the next event as `suppressed: N` and add N, so a
-crash loop writing the same error 100 times raises the counter by 100 even if two events print.
+per crash and `increase()` reads as "crashes", not "crashes × world size". Repeats that the
+aggregator rate-limits reach this sink all the same (as `quiet` events, which are not printed), so
+a crash loop writing the same error 100 times raises the counter by 100 even if two events print.
 
 What is never lost: series are not expired and not reset by `reload()`; a pattern's counter lives
 as long as the process. Series of curated (and user) records exist at 0 from the start so that
@@ -162,7 +162,7 @@ class MetricsSink:
     def accept(self, events: list[Event]) -> None:
         now = self._wall()
         for e in events:
-            n = 1 + max(0, int(getattr(e, "suppressed", 0) or 0))
+            n = 1  # quiet (rate-limited) events come here too: every failure counts once
             if e.event == "sglang_unknown_error":
                 self._unknown.labels(error_class=self._unknown_class(e.error_class),
                                      **self._static).inc(n)
