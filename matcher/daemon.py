@@ -248,7 +248,11 @@ class Daemon:
     # -- the loop ----------------------------------------------------------------------------
 
     def _discover(self) -> None:
-        done = self.files.discover()
+        try:
+            done = self.files.discover()
+        except OSError as e:
+            self.telemetry.pipeline_error("discover", e)
+            return
         for f in done:
             self._end_file(f)
         self._log_notices()
@@ -289,7 +293,7 @@ class Daemon:
             if data and self._truncated(f, now, len(data)):
                 return True  # rewritten while we read: what we read is not this file's now
         except OSError as e:
-            self.log.error("read_failed", path=f.path, detail=e.strerror)
+            self.telemetry.pipeline_error("read", e, path=f.path)
             return False
         if data:
             f.last_growth = now
@@ -298,7 +302,12 @@ class Daemon:
                 self.files.refresh_identity(f)  # a young file: its fingerprint grows with it
             stats = self.pipeline.stats
             lines, cut = stats.lines, stats.lines_truncated
-            self._emit(self.pipeline.feed(Chunk(data, f.source_id, f.offset), now))
+            try:
+                events = self.pipeline.feed(Chunk(data, f.source_id, f.offset), now)
+            except Exception as e:  # a bug must cost a chunk, not the daemon: counted, logged
+                self.telemetry.pipeline_error("match", e, path=f.path, offset=f.offset)
+                events = []
+            self._emit(events)
             self.telemetry.lines(f.pattern, stats.lines - lines, len(data))
             if stats.lines_truncated > cut:
                 self.telemetry.lines_truncated(f.pattern, stats.lines_truncated - cut, path=f.path)
