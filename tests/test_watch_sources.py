@@ -132,7 +132,8 @@ def test_crash_loop_counts_every_repeat_and_prints_at_most_two(tmp_path):
     events are printed (the rest are rate-limited, counted in events_suppressed)."""
     log = tmp_path / "server.log"
     log.touch()
-    d = DaemonProcess(tmp_path, [str(log)], "--metrics-addr", "127.0.0.1:0", builtin=True)
+    d = DaemonProcess(tmp_path, [str(log)], "--metrics-addr", "127.0.0.1:0", builtin=True,
+                      env={"SGLANG_MATCHER_REPEAT_INTERVAL": "60"})  # the default, which the harness turns off
     with d:
         url = wait_for(lambda: _served_url(d), 20)
         with open(log, "a") as f:

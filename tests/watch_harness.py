@@ -62,9 +62,10 @@ class DaemonProcess:
              "--poll-interval", "0.05",
              *self.extra, *self.globs],
             stdout=out, stderr=err, cwd=REPO,
-            # Lines here carry distinct captures: nothing to collapse, so a short window.
+            # Every writer line is its own failure: nothing to collapse (a short window) and no
+            # repeat to rate-limit (each must print, to be counted by the tests).
             env={**os.environ, "PYTHONUNBUFFERED": "1", "SGLANG_MATCHER_AGGREGATE_WINDOW": "0.5",
-                 **self.env},
+                 "SGLANG_MATCHER_REPEAT_INTERVAL": "0", **self.env},
         )
         out.close()
         err.close()
