@@ -69,8 +69,12 @@ class DaemonProcess:
         )
         out.close()
         err.close()
-        assert wait_for(lambda: self.err.read_bytes().count(b'"event": "started"') >= self.runs,
-                        20), self.err.read_text()
+        if not wait_for(lambda: self.err.read_bytes().count(b'"event": "started"') >= self.runs,
+                        60):
+            self.proc.kill()  # never leave a daemon behind a failed start
+            self.proc.wait()
+            self.proc = None
+            raise AssertionError(f"daemon did not start:\n{self.err.read_text()[-3000:]}")
         return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
