@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from matcher.types import ExceptionLine, Line, Record
 
@@ -230,23 +231,7 @@ class Framer:
         group = _GROUP_START.match(stripped)
         if stripped.endswith(_TRACEBACK_START) or group:
             header = "" if group else stripped[: -len(_TRACEBACK_START)].rstrip()
-            tb = _Open(
-                key=key,
-                source=line.source,
-                offset=line.offset,
-                end_offset=line.end_offset,
-                header=header,
-                log_ts=p.log_ts,
-                ranks=p.ranks,
-                stream=line.stream,
-                lineno=line.lineno,
-                started=now,
-                last_seen=now,
-                in_group=group is not None,
-            )
-            tb.add_line(text, self.max_traceback_lines)
-            self._open[key] = tb
-            self._current = key
+            self._begin(line, text, p, key, now, header=header, in_group=group is not None)
             return
         if not stripped:
             return  # a blank line means nothing on its own
@@ -254,26 +239,8 @@ class Framer:
         if exc is not None:
             # `[ts TP0] AcceleratorError: …` logged without a traceback: its message may go on
             # over the following unprefixed lines, so it stays open like a traceback's last line.
-            lone = _Open(
-                key=key,
-                source=line.source,
-                offset=line.offset,
-                end_offset=line.end_offset,
-                header=msg,
-                log_ts=p.log_ts,
-                ranks=p.ranks,
-                stream=line.stream,
-                lineno=line.lineno,
-                started=now,
-                last_seen=now,
-                kind="line",
-                state="exception",
-                exceptions=[exc],
-                truncated=line.truncated,
-            )
-            lone.add_line(text, self.max_traceback_lines)
-            self._open[key] = lone
-            self._current = key
+            self._begin(line, text, p, key, now, header=msg, kind="line", state="exception",
+                        exceptions=[exc], truncated=line.truncated)
             return
         out.append(
             Record(
@@ -291,6 +258,17 @@ class Framer:
                 lineno=line.lineno,
             )
         )
+
+    def _begin(self, line: Line, text: str, p: Prefixed, key: str, now: float, **fields: Any
+               ) -> None:
+        """Open a record that following lines may extend (a traceback, a lone exception line)."""
+        opened = _Open(key=key, source=line.source, offset=line.offset,
+                       end_offset=line.end_offset, log_ts=p.log_ts, ranks=p.ranks,
+                       stream=line.stream, lineno=line.lineno, started=now, last_seen=now,
+                       **fields)
+        opened.add_line(text, self.max_traceback_lines)
+        self._open[key] = opened
+        self._current = key
 
     def _continue(self, tb: _Open, line: Line, text: str, now: float) -> bool:
         """Add an unprefixed line to the open traceback if it belongs there."""
