@@ -99,6 +99,27 @@ def build_parser() -> argparse.ArgumentParser:
         c = csub.add_parser(name, help=help_text)
         c.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                        help="catalog files or directories (default: the built-in catalog)")
+    stats = csub.add_parser("stats", help="count a catalog's records by layer, severity, class")
+    stats.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                       help="catalog files or directories (default: the built-in catalog)")
+    extract = csub.add_parser(
+        "extract", help="make a catalog from sglang's source: one record per raise/assert/log site")
+    where = extract.add_mutually_exclusive_group(required=True)
+    where.add_argument("--sglang-source", type=Path, metavar="DIR",
+                       help="a checkout (python/sglang), a site-packages dir, or the package dir")
+    where.add_argument("--installed", action="store_true",
+                       help="the sglang installed in this Python environment")
+    where.add_argument("--wheel", type=Path, metavar="FILE", help="an sglang wheel (.whl)")
+    extract.add_argument("-o", "--output", type=Path, metavar="OUT.jsonl",
+                         help="write the records here (and the counts to OUT.stats.toml); "
+                              "default: records on stdout, counts on stderr")
+    extract.add_argument("--version", dest="sglang_version", metavar="V",
+                         help="the sglang version (default: read from the source)")
+    extract.add_argument("--severity", action="append", choices=("error", "warning"),
+                         help="keep only records of this severity (repeatable; default: all)")
+    extract.add_argument("--curated", type=Path, metavar="DIR",
+                         help="leave out generated records that would take the example lines "
+                              "of a record here (the built-in catalog's sglang/curated)")
     return parser
 
 
@@ -116,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_lint(args.paths, sys.stdout)
         if args.command == "catalog" and args.catalog_command == "test":
             return cmd_test(args.paths, sys.stdout)
+        if args.command == "catalog" and args.catalog_command == "stats":
+            return cmd_stats(args.paths, sys.stdout)
+        if args.command == "catalog" and args.catalog_command == "extract":
+            return cmd_extract(args, sys.stdout)
     except UsageError as e:
         print(f"sglang-matcher: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -287,6 +312,95 @@ def cmd_test(paths: Sequence[Path], out: TextIO) -> int:
     n_examples = sum(len(r.examples_match) + len(r.examples_no_match) for r in catalog.records)
     out.write(f"{len(catalog.records)} records, {n_examples} examples, {len(failures)} failures\n")
     return EXIT_FOUND if failures else EXIT_OK
+
+
+def cmd_stats(paths: Sequence[Path], out: TextIO) -> int:
+    from matcher.catalog.stats import render, summarize
+
+    catalog = _catalog_for(paths)
+    for issue in catalog.issues:
+        out.write(f"{issue}\n")
+    out.write(f"catalog {catalog.version}: {len(catalog.files)} files, "
+              f"{len(catalog.issues)} problems\n")
+    out.write(render(summarize(catalog.records)))
+    return EXIT_USAGE if catalog.issues else EXIT_OK
+
+
+def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
+    import zipfile
+
+    from matcher.catalog import extract
+    from matcher.catalog.load import load_paths
+
+    try:
+        if args.wheel is not None:
+            source, label = extract.read_wheel(args.wheel), f"--wheel {args.wheel}"
+        elif args.installed:
+            pkg, installed_version = extract.find_installed()
+            source, label = extract.read_tree(pkg), "--installed"
+            source = extract.SourceFiles(source.files, installed_version or source.version,
+                                         source.excluded)
+        else:
+            source = extract.read_tree(args.sglang_source)
+            label = f"--sglang-source {args.sglang_source}"
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise UsageError(f"cannot read sglang's source: {e}") from e
+    version = args.sglang_version or source.version
+    if not version:
+        raise UsageError("cannot tell the sglang version from the source: give --version V")
+    if not source.files:
+        raise UsageError("no sglang Python source found there")
+    result = extract.extract_files(source.files, version=version)
+    result = extract.Extraction(result.records, result.stats + extract.Stats(
+        files_skipped={"tests and benchmarks": source.excluded} if source.excluded else {}))
+    if args.severity:
+        result = result.without(
+            (r["id"] for r in result.records if r["severity"] not in args.severity),
+            extract.NOT_SELECTED)
+        label += "".join(f" --severity {s}" for s in args.severity)
+    if args.curated is not None:
+        curated = load_paths([args.curated], "curated")
+        if curated.issues:
+            raise CatalogError(list(curated.issues))
+        _, dropped = extract.defer_to(result.records, curated.records)
+        result = result.without(dropped, extract.DEFERRED)
+        label += f" --curated {args.curated}"
+    report = out if args.output else sys.stderr
+    if args.output:
+        stats_path = args.output.with_name(args.output.name.removesuffix(".jsonl") + ".stats.toml")
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.writelines(extract.iter_jsonl(result.records))
+            stats_path.write_text(extract.stats_toml(result.stats, version=version, source=label))
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from e
+    else:
+        out.writelines(extract.iter_jsonl(result.records))
+    report.write(_extract_summary(result.stats, version=version, label=label))
+    if args.output:
+        report.write(f"wrote {args.output} ({len(result.records)} records) and {stats_path}\n")
+    return EXIT_OK
+
+
+def _extract_summary(stats: Any, *, version: str, label: str) -> str:
+    def kinds(counts: dict[str, int]) -> str:
+        return f"{sum(counts.values())} (" + ", ".join(
+            f"{k} {counts.get(k, 0)}" for k in ("raise", "assert", "log")) + ")"
+
+    msg = sum(stats.with_message.get(k, 0) for k in ("raise", "assert"))
+    got = sum(stats.covered.get(k, 0) for k in ("raise", "assert"))
+    lines = [
+        (f"sglang {version} ({label}): {stats.files} modules read"
+         + "".join(f", {n} files skipped: {why}" for why, n in stats.files_skipped.items())),
+        f"sites seen:            {kinds(dict(stats.sites))}",
+        f"with a string message: {kinds(dict(stats.with_message))}",
+        f"records made:          {kinds(dict(stats.records))}",
+        (f"coverage: {got} of {msg} raise/assert sites with a string message are recognized "
+         f"({100 * stats.coverage:.2f}%)"),
+        "skipped, by reason:",
+        *(f"  {n:>6}  {why}" for why, n in sorted(stats.skipped.items(), key=lambda kv: -kv[1])),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

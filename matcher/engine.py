@@ -9,15 +9,32 @@ quarantined after `quarantine_after` timeouts and is not tried again until the n
 
 The winner is the most specific match: on an exception line over on a header, then most
 literal characters, then the later layer (curated over generated), then the smaller id.
+
+Compiling the full catalog (curated + generated, over 15,000 patterns) takes some 15 seconds,
+nearly all of it Hyperscan's compiler and `regex`'s parser. A large catalog's compiled form is
+therefore cached on disk (`EngineCache`), keyed by a hash of the patterns and of the code that
+compiles them: the Hyperscan database as `hyperscan.dumpb` wrote it, and per pattern its
+prefilter literal and capture names. On a warm start nothing is compiled up front; a pattern's
+`regex` is compiled the first time the prefilter picks it. This is the engine's only I/O: an
+unreadable, damaged or foreign cache entry is ignored and rebuilt, and an unwritable cache
+directory only costs the next start its speed (`stats.cache` says which happened).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import struct
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import regex
 
+from matcher.catalog.load import code_fingerprint, default_cache_dir
 from matcher.catalog.patterns import analyze, positional_capture_names
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord
 from matcher.types import Match, Record
@@ -29,6 +46,10 @@ except ImportError:  # pragma: no cover - exercised on platforms without wheels
 
 DEFAULT_TIMEOUT = 0.05
 _MIN_PREFILTER_LITERAL = 3
+CACHE_FORMAT = 1
+# Below this many patterns compiling is faster than a cache is worth (the curated catalog: 0.3 s).
+CACHE_MIN_PATTERNS = 1000
+AUTO_CACHE = object()  # Engine(cache=...) default: the user's cache dir for large catalogs
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +61,24 @@ class Target:
     on_header: bool
 
 
-@dataclass(frozen=True, slots=True)
 class CompiledPattern:
-    record: CatalogRecord
-    compiled: regex.Pattern[str]
-    capture_names: dict[int, str]
-    literal: str | None  # a literal every match contains, for the fallback prefilter
+    """A record's pattern, ready to confirm; its `regex` is compiled on first use when the rest
+    came from the cache."""
+
+    __slots__ = ("_compiled", "capture_names", "literal", "record")
+
+    def __init__(self, record: CatalogRecord, compiled: regex.Pattern[str] | None,
+                 capture_names: dict[int, str], literal: str | None) -> None:
+        self.record = record
+        self.capture_names = capture_names
+        self.literal = literal  # a literal every match contains, for the fallback prefilter
+        self._compiled = compiled
+
+    @property
+    def compiled(self) -> regex.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = regex.compile(self.record.message_pattern)
+        return self._compiled
 
     def sort_key(self, on_header: bool) -> tuple[int, int, int, str]:
         """Smaller is more specific; `min()` over matches picks the winner."""
@@ -59,6 +92,9 @@ class EngineStats:
 
     timeouts: int = 0
     quarantined: set[str] = field(default_factory=set)
+    # "off" (small catalog or no cache), "hit", "miss" (built and stored), "rebuilt" (the
+    # entry was corrupt), "unwritable" (built, could not be stored)
+    cache: str = "off"
 
 
 def targets_of(record: Record) -> list[Target]:
@@ -86,21 +122,38 @@ class Engine:
         timeout: float = DEFAULT_TIMEOUT,
         quarantine_after: int = 3,
         use_hyperscan: bool = True,
+        cache: EngineCache | None | object = AUTO_CACHE,
     ) -> None:
         self.timeout = timeout
         self.quarantine_after = quarantine_after
         self.stats = EngineStats()
         self._timeouts_by_id: dict[str, int] = {}
-        self.patterns: tuple[CompiledPattern, ...] = tuple(_compile(r) for r in records)
+        self._always: tuple[int, ...] = ()
+        self._hs_db: Any = None
+        use_hs = use_hyperscan and _hs is not None and bool(records)
+        if cache is AUTO_CACHE:
+            cache = EngineCache.default() if len(records) >= CACHE_MIN_PATTERNS else None
+        assert cache is None or isinstance(cache, EngineCache)
+        key = compile_key(records, use_hs) if cache is not None else ""
+        loaded = cache.load(key, records) if cache is not None else None
+        if loaded is not None:
+            self.patterns, literal_always, self._always, self._hs_db = loaded
+            self._literal_always = frozenset(literal_always)
+            self.stats.cache = "hit"
+            return
+        self.patterns = tuple(_compile(r) for r in records)
         # Patterns the literal prefilter cannot vouch for: always confirmed with `regex`.
         self._literal_always = frozenset(
             i for i, p in enumerate(self.patterns)
             if p.literal is None or p.compiled.flags & regex.IGNORECASE
         )
-        self._always: tuple[int, ...] = ()
-        self._hs_db = None
-        if use_hyperscan and _hs is not None and self.patterns:
+        if use_hs and self.patterns:
             self._hs_db, self._always = _build_hyperscan(self.patterns)
+        if cache is not None:
+            stored = cache.store(key, self.patterns, self._literal_always, self._always,
+                                 self._hs_db)
+            self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
+                else "unwritable"
 
     @property
     def prefilter(self) -> str:
@@ -219,3 +272,116 @@ def _build_hyperscan(patterns: Sequence[CompiledPattern]) -> tuple[object, tuple
         good = [i for i in pending if i not in set(rejected)]
         db = try_compile(good) if good else None
     return db, tuple(sorted(rejected))
+
+
+# --- the compiled form on disk ----------------------------------------------------------------
+
+_MAGIC = b"sglang-matcher engine\n"
+_KEEP_ENTRIES = 8
+
+
+def compile_key(records: Sequence[CatalogRecord], use_hyperscan: bool) -> str:
+    """A hash of everything the compiled form depends on, in the records' order."""
+    h = hashlib.sha256()
+    version = getattr(_hs, "__version__", "") if _hs is not None else ""
+    code = code_fingerprint(__name__, "matcher.catalog.patterns")
+    h.update(json.dumps([CACHE_FORMAT, code, use_hyperscan, version, _HS_FLAGS]).encode())
+    for r in records:
+        h.update(json.dumps([r.id, r.message_pattern, r.error_class, r.layer]).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+class EngineCache:
+    """One file per compiled catalog: `engine-<key>.bin`, written to a temp file and renamed."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.last_corrupt = False
+
+    @classmethod
+    def default(cls) -> EngineCache:
+        """`$SGLANG_MATCHER_CACHE_DIR`, else `$XDG_CACHE_HOME/sglang-matcher`, else ~/.cache/…"""
+        return cls(default_cache_dir())
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"engine-{key}.bin"
+
+    def load(
+        self, key: str, records: Sequence[CatalogRecord]
+    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object] | None:
+        """The cached compiled form, or None when absent, unreadable, corrupt or not this key's."""
+        self.last_corrupt = False
+        try:
+            data = self.path(key).read_bytes()
+        except OSError:
+            return None
+        try:
+            return self._decode(data, key, records)
+        except Exception:  # noqa: BLE001 - any damage means: rebuild
+            self.last_corrupt = True
+            return None
+
+    def _decode(
+        self, data: bytes, key: str, records: Sequence[CatalogRecord]
+    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object]:
+        if not data.startswith(_MAGIC):
+            raise ValueError("not an engine cache file")
+        (head_len,) = struct.unpack_from("<Q", data, len(_MAGIC))
+        start = len(_MAGIC) + 8
+        head = json.loads(data[start:start + head_len])
+        blob = data[start + head_len:]
+        if head["format"] != CACHE_FORMAT or head["key"] != key or head["n"] != len(records):
+            raise ValueError("another catalog's entry")
+        if hashlib.sha256(blob).hexdigest() != head["blob_sha256"]:
+            raise ValueError("damaged")
+        patterns = tuple(
+            CompiledPattern(r, None, {i + 1: n for i, n in enumerate(names)}, literal)
+            for r, literal, names in zip(records, head["literal"], head["names"], strict=True)
+        )
+        db = None
+        if head["hyperscan"]:
+            if _hs is None:
+                raise ValueError("hyperscan is not available")
+            db = _hs.loadb(blob, _hs.HS_MODE_BLOCK)
+            db.scratch = _hs.Scratch(db)  # a loaded database comes without one
+        return patterns, list(head["literal_always"]), tuple(head["always"]), db
+
+    def store(self, key: str, patterns: Sequence[CompiledPattern], literal_always: Iterable[int],
+              always: Sequence[int], hs_db: object) -> bool:
+        blob = _hs.dumpb(hs_db) if hs_db is not None and _hs is not None else b""
+        head = json.dumps({
+            "format": CACHE_FORMAT,
+            "key": key,
+            "n": len(patterns),
+            "literal": [p.literal for p in patterns],
+            "names": [[p.capture_names[i] for i in sorted(p.capture_names)] for p in patterns],
+            "literal_always": sorted(literal_always),
+            "always": list(always),
+            "hyperscan": hs_db is not None,
+            "blob_sha256": hashlib.sha256(blob).hexdigest(),
+        }, separators=(",", ":")).encode()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".engine-", dir=self.directory)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(_MAGIC + struct.pack("<Q", len(head)) + head + blob)
+                os.replace(tmp, self.path(key))
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            return False
+        self._prune(keep=self.path(key))
+        return True
+
+    def _prune(self, keep: Path) -> None:
+        """Keep the most recent entries only: each catalog version leaves one behind."""
+        try:
+            entries = sorted(self.directory.glob("engine-*.bin"),
+                             key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in [e for e in entries if e != keep][_KEEP_ENTRIES - 1:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass

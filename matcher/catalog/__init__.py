@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from matcher.catalog.load import CatalogError, CatalogIssue, LoadResult, load_paths
+from matcher.catalog.load import (
+    CatalogError,
+    CatalogIssue,
+    LoadResult,
+    PatternFactsCache,
+    load_paths,
+)
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord, Layer
 
 __all__ = [
@@ -49,6 +55,9 @@ class Catalog:
         return counts
 
 
+_CACHE_MIN_RECORDS = 1000
+
+
 def builtin_patterns_dir() -> Path:
     """The catalog shipped with the package: inside the wheel, or `patterns/` in a checkout."""
     shipped = resources.files("matcher").joinpath("_patterns")
@@ -64,19 +73,17 @@ def merge_layers(records: Sequence[CatalogRecord]) -> tuple[CatalogRecord, ...]:
     for r in ordered:
         by_id.pop(r.id, None)
         by_id[r.id] = r
-    by_template: dict[str, CatalogRecord] = {}
-    kept: list[CatalogRecord] = []
-    for r in by_id.values():
+    # A template belongs to the latest layer that uses it: every record of an earlier layer with
+    # that template gives way — all of them when several share it (a message raised and logged,
+    # or raised in two modules), and even when the record that took it is itself replaced by id.
+    top: dict[str, int] = {}
+    for r in ordered:
         if r.error_message:
-            earlier = by_template.get(r.error_message)
-            if earlier is not None and LAYER_RANK[earlier.layer] < LAYER_RANK[r.layer]:
-                kept.remove(earlier)
-            elif earlier is not None:
-                kept.append(r)
-                continue
-            by_template[r.error_message] = r
-        kept.append(r)
-    return tuple(kept)
+            top[r.error_message] = LAYER_RANK[r.layer]
+    return tuple(
+        r for r in by_id.values()
+        if not r.error_message or LAYER_RANK[r.layer] >= top[r.error_message]
+    )
 
 
 def load_catalog(
@@ -96,9 +103,16 @@ def load_catalog(
         layers.append(("curated", [base / "sglang" / "curated"]))
     if user_paths:
         layers.append(("user", list(user_paths)))
+    # A large catalog (the generated layer) costs seconds to check: reuse earlier checks.
+    cache = PatternFactsCache.default()
+    known = cache.load()
     for layer, paths in layers:
-        results.append(load_paths(paths, layer))
-    records = merge_layers([r for res in results for r in res.records])
+        results.append(load_paths(paths, layer, known=known))
+    loaded = [r for res in results for r in res.records]
+    if len(loaded) >= _CACHE_MIN_RECORDS and any(
+            r.message_pattern not in known for r in loaded):
+        cache.store({r.message_pattern: r.literal_length for r in loaded})
+    records = merge_layers(loaded)
     return Catalog(
         records=records,
         issues=tuple(i for res in results for i in res.issues),

@@ -1,9 +1,9 @@
-"""sglang's own source → catalog records: one per raise, assert and logger call with a message.
+r"""sglang's own source → catalog records: one per raise, assert and logger call with a message.
 
 `extract_module` is pure: it takes one module's source text and its path inside the package
 (`sglang/srt/arg_groups/mamba_hook.py`) and returns seed-schema v2 records plus the counts that
 say what was seen and why a site gave no record. Reading a source tree, an installed package or
-a wheel happens at the edge (`iter_tree`, `iter_wheel`, `find_installed`), never in the middle.
+a wheel happens at the edge (`read_tree`, `read_wheel`, `find_installed`), never in the middle.
 
 What a site's message becomes:
 - `errorMessage`: the message as the code builds it, written as one template whatever the source
@@ -12,13 +12,19 @@ What a site's message becomes:
   the same way. A `KeyError`'s message is quoted, as Python prints it.
 - `messagePattern`: literal text escaped, each hole a lazy group named after its expression when
   that is a name or an attribute (`(?P<radix_cache_backend>.+?)`), unnamed otherwise; a hole that
-  ends the pattern is greedy, so its capture is the whole rest of the line.
+  ends the pattern is greedy, so its capture is the whole rest of the line. A raise or assert
+  pattern is anchored (`(?<![\s\S])\s*`) at the start of the message, which is where Python
+  prints it after `Class: `: the same words inside another line (a warning, a wrapped error) are
+  not this site; a hole that opens such a pattern takes no whitespace (it is a name or a value,
+  not a phrase). A variable's message is read from its assignment and the `+=` that follow it.
 
 What is lost, and counted by reason: messages that are not string templates at all (a variable,
 `str(e)`, a tuple), re-raises, exceptions without a message, and templates whose literal text is
-too short to recognize one site (`f"{e}"`, `f"Error: {e}"`) — they would pass the loader's
-specificity check only by matching everything. A logger call's message keeps its first line only:
-a log line's continuation is a line of its own in the log.
+too short to recognize one site: under the loader's 8 literal characters (`f"{e}"`,
+`f"Error: {e}"`), or without one literal run of 12 characters (`f"{path}.{key} must be {p}"`,
+`f"x.shape={x.shape!r}"`), which among thousands of records would claim other libraries'
+errors. A logger call's message keeps its first line only: a log line's continuation is a line
+of its own in the log.
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ import re
 import string
 import zipfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from matcher.catalog.load import check_pattern
-from matcher.catalog.patterns import escape_literal
+from matcher.catalog.patterns import analyze, escape_literal
+from matcher.catalog.schema import CatalogRecord
 
 REPO = "sgl-project/sglang"
 GITHUB = f"https://github.com/{REPO}"
@@ -51,6 +58,9 @@ _PERCENT = re.compile(
 )
 _GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _POSITIONAL_NAME = re.compile(r"arg\d+")
+# Among 16,000 records, `{path}.{key} must be {predicate}` or `x.shape={x.shape!r}` would claim
+# other libraries' errors: a template needs one literal run at least this long to be a site's.
+MIN_LITERAL_RUN = 12
 
 
 # Skip reasons, as printed by `catalog extract` and kept in the stats file.
@@ -60,7 +70,8 @@ CALL_RESULT = "raises what a function returns"
 NOT_TEMPLATE = "message is not a string template (variable, call, tuple)"
 KEYWORD_ONLY = "message only in keyword arguments"
 SEVERAL_ARGS = "several arguments (printed as a tuple)"
-TOO_VAGUE = "too little literal text"
+TOO_VAGUE = "too little literal text (under 8 characters, the loader's minimum)"
+MOSTLY_HOLES = f"mostly holes (no literal run of {MIN_LITERAL_RUN} characters)"
 DUPLICATE = "same message as an earlier site in the module (merged into its record)"
 
 
@@ -75,10 +86,12 @@ class Hole:
 
     @property
     def template(self) -> str:
-        return "{" + self.expression + self.conversion + (":" + self.spec if self.spec else "") + "}"
+        spec = ":" + self.spec if self.spec else ""
+        return "{" + self.expression + self.conversion + spec + "}"
 
 
 Part = str | Hole
+Resolver = Callable[[ast.Name], "list[Part] | None"]
 
 
 def _hole(node: ast.expr, conversion: str = "", spec: str = "", name: str | None = None) -> Hole:
@@ -106,12 +119,15 @@ def _joined_spec(node: ast.expr | None) -> str:
     return ast.unparse(node)
 
 
-def message_parts(node: ast.expr) -> list[Part] | None:
+def message_parts(node: ast.expr, resolve: Resolver | None = None) -> list[Part] | None:
     """The literal text and holes of a string-building expression, or None if it is not one.
 
     Literals, f-strings, implicit concatenation (already one constant in the tree), `+` of
-    templates and other values, `"…" % args` and `"…".format(...)` are understood.
+    templates and other values, `"…" % args` and `"…".format(...)` are understood; a variable
+    is read through `resolve` (see `_Scope`) when one is given.
     """
+    if isinstance(node, ast.Name):
+        return resolve(node) if resolve is not None else None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.JoinedStr):
@@ -124,7 +140,7 @@ def message_parts(node: ast.expr) -> list[Part] | None:
                                    _joined_spec(v.format_spec)))
         return parts
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = message_parts(node.left), message_parts(node.right)
+        left, right = message_parts(node.left, resolve), message_parts(node.right, resolve)
         if left is None and right is None:
             return None
         return [*(left if left is not None else [_hole(node.left)]),
@@ -133,9 +149,13 @@ def message_parts(node: ast.expr) -> list[Part] | None:
             and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
         return percent_parts(node.left.value, node.right)
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "format" and isinstance(node.func.value, ast.Constant)
-            and isinstance(node.func.value.value, str)):
-        return format_parts(node.func.value.value, node.args, node.keywords)
+            and node.func.attr == "format"):
+        base = node.func.value
+        fmt = message_parts(base, resolve) if isinstance(base, ast.Name) else None
+        if isinstance(base, ast.Constant) and isinstance(base.value, str):
+            return format_parts(base.value, node.args, node.keywords)
+        if fmt is not None and len(fmt) == 1 and isinstance(fmt[0], str):
+            return format_parts(fmt[0], node.args, node.keywords)  # a constant read by name
     return None
 
 
@@ -241,7 +261,8 @@ def _quoted(parts: list[Part]) -> list[Part]:
     literal = "".join(p for p in parts if isinstance(p, str))
     quote = '"' if "'" in literal and '"' not in literal else "'"
     escaped: list[Part] = [
-        p.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t") if isinstance(p, str) else p
+        p.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+        if isinstance(p, str) else p
         for p in parts
     ]
     return [quote, *escaped, quote]
@@ -252,8 +273,14 @@ def template_of(parts: list[Part]) -> str:
                    for p in parts)
 
 
-def pattern_of(parts: list[Part], *, first_line_only: bool) -> str:
-    """Literal text escaped, holes as groups; whitespace at line ends made optional."""
+def pattern_of(parts: list[Part], *, first_line_only: bool = False, anchored: bool = False) -> str:
+    """Literal text escaped, holes as groups; whitespace at line ends made optional.
+
+    `anchored`: the pattern must start the searched text, as an exception's message starts the
+    text after `Class: `; a hole that opens it then takes no whitespace, so neither another
+    writer's prefix (`…/utils.py:223: UserWarning: `) nor the first words of an unrelated
+    sentence (`Overlap schedule is not implemented for …`) pass for its value.
+    """
     if first_line_only:
         cut: list[Part] = []
         for p in parts:
@@ -280,10 +307,16 @@ def pattern_of(parts: list[Part], *, first_line_only: bool) -> str:
             pieces = [escape_literal(x.replace("{", "{{").replace("}", "}}")) for x in lines]
             out.append(r"\s*\n\s*".join(pieces))
             continue
-        body = ".+" if i == len(parts) - 1 else ".+?"
+        if i == len(parts) - 1:
+            body = ".+"
+        elif i == 0 and anchored:
+            body = r"\S+?"  # a name or a value: not another writer's `path.py:12: Warning: `
+        else:
+            body = ".+?"
         name = _group_name(p.name, used)
         out.append(f"(?P<{name}>{body})" if name else f"({body})")
-    return "".join(out)
+    # `(?<![\s\S])` is `\A` as Hyperscan's prefilter can skip: a `^` costs it 20x the compile time.
+    return (r"(?<![\s\S])\s*" if anchored else "") + "".join(out)
 
 
 def _group_name(name: str | None, used: Counter[str]) -> str | None:
@@ -305,27 +338,145 @@ class Site:
     severity: str
     function: str  # qualified name of the enclosing function, "" at module level
     condition: str  # the innermost `if` test (or the assert's test) that leads here, "" if none
-    message: ast.expr | None
-    log_args: list[ast.expr] = field(default_factory=list)
-    skip: str | None = None  # why no message can be read, decided while walking
+    parts: list[Part] | None  # the message's template; None: not a string template
+    skip: str | None = None  # why no message can be read at all
+
+
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    line: int
+    op: str  # "=" (a value we can read), "+=" (appended), "?" (bound some other way)
+    value: ast.expr | None
+    block: int  # id of the statement list it stands in
+
+
+class _Scope:
+    """The names a function (or the module) binds, so `raise X(msg)` can read `msg`.
+
+    `msg` is read from its last plain assignment before the use, in a block that encloses the
+    use, plus the `+=` that follow it in the same block. A rebinding anywhere else in between
+    makes it ambiguous: no template. An append under a condition ends the template there; the
+    pattern is searched, so a message that got the append still matches the part before it.
+    """
+
+    def __init__(self, body: list[ast.stmt], parent: _Scope | None = None) -> None:
+        self.parent = parent
+        self.bindings: dict[str, list[_Binding]] = {}
+        self.paths: dict[int, tuple[int, ...]] = {}
+        self._scan(body, ())
+
+    def _scan(self, stmts: list[ast.stmt], path: tuple[int, ...]) -> None:
+        here = (*path, id(stmts))
+        for st in stmts:
+            self.paths[id(st)] = here
+            self._bind(st, here[-1])
+            if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                sub = getattr(st, name, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    self._scan(sub, here)
+            for handler in getattr(st, "handlers", ()):
+                self._scan(handler.body, here)
+            for case in getattr(st, "cases", ()):
+                self._scan(case.body, here)
+
+    def _bind(self, st: ast.stmt, block: int) -> None:
+        def add(name: str, op: str, value: ast.expr | None) -> None:
+            self.bindings.setdefault(name, []).append(_Binding(st.lineno, op, value, block))
+
+        if isinstance(st, ast.Assign):
+            for target in st.targets:
+                if isinstance(target, ast.Name):
+                    add(target.id, "=" if len(st.targets) == 1 else "?", st.value)
+                else:
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name):
+                            add(n.id, "?", None)
+        elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value:
+            add(st.target.id, "=", st.value)
+        elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+            add(st.target.id, "+=" if isinstance(st.op, ast.Add) else "?", st.value)
+        elif isinstance(st, ast.For | ast.AsyncFor | ast.With | ast.AsyncWith):
+            targets = [st.target] if isinstance(st, ast.For | ast.AsyncFor) else [
+                i.optional_vars for i in st.items if i.optional_vars is not None]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        add(n.id, "?", None)
+
+    def value_of(self, name: str, use: ast.stmt | None) -> list[Part] | None:
+        path = self.paths.get(id(use)) if use is not None else None
+        if path is None:
+            return None
+        line = use.lineno if use is not None else 0
+        before = [b for b in self.bindings.get(name, ()) if b.line < line]
+        base = next((i for i in range(len(before) - 1, -1, -1)
+                     if before[i].op != "+=" and before[i].block in path), None)
+        if base is None:
+            return self.parent.constant(name) if self.parent and name not in self.bindings else None
+        value = before[base].value
+        if before[base].op != "=" or value is None:
+            return None
+        parts = message_parts(value, self._outer_resolver())
+        if parts is None:
+            return None
+        appending = True
+        for b in before[base + 1:]:
+            if b.op != "+=":
+                return None  # rebound elsewhere between the assignment and the use
+            appending = appending and b.block == before[base].block
+            if appending and b.value is not None:
+                more = message_parts(b.value, self._outer_resolver()) or [_hole(b.value)]
+                parts = [*parts, *more]
+        return parts
+
+    def constant(self, name: str) -> list[Part] | None:
+        """A module-level name bound exactly once, to a template."""
+        bindings = self.bindings.get(name, ())
+        if len(bindings) != 1 or bindings[0].op != "=" or bindings[0].value is None:
+            return None
+        return message_parts(bindings[0].value)
+
+    def _outer_resolver(self) -> Resolver | None:
+        parent = self.parent
+        if parent is None:
+            return None
+        return lambda n: parent.constant(n.id) if n.id not in self.bindings else None
 
 
 class _Walker(ast.NodeVisitor):
-    """Collect sites with the function and condition that lead to each."""
+    """Collect sites with the function, condition and message template of each."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: ast.Module) -> None:
         self.sites: list[Site] = []
         self._functions: list[str] = []
         self._conditions: list[str] = []
+        self._module_scope = _Scope(module.body)
+        self._scopes: list[_Scope] = [self._module_scope]
+        self._stmt: ast.stmt | None = None
+
+    def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt):
+            saved, self._stmt = self._stmt, node
+            super().visit(node)
+            self._stmt = saved
+        else:
+            super().visit(node)
 
     def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         self._functions.append(node.name)
         saved, self._conditions = self._conditions, []
+        is_function = not isinstance(node, ast.ClassDef)
+        if is_function:
+            self._scopes.append(_Scope(node.body, self._module_scope))
         self.generic_visit(node)
+        if is_function:
+            self._scopes.pop()
         self._conditions = saved
         self._functions.pop()
 
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope  # noqa: N815
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
@@ -338,13 +489,16 @@ class _Walker(ast.NodeVisitor):
             self.visit(stmt)
         self._conditions.pop()
 
+    def _resolve(self, node: ast.Name) -> list[Part] | None:
+        return self._scopes[-1].value_of(node.id, self._stmt)
+
     def _site(self, kind: str, line: int, cls: str | None, severity: str,
-              message: ast.expr | None, *, condition: str | None = None,
-              log_args: list[ast.expr] | None = None, skip: str | None = None) -> None:
-        self.sites.append(Site(
-            kind, line, cls, severity, ".".join(self._functions),
-            condition if condition is not None else (self._conditions[-1] if self._conditions else ""),
-            message, log_args or [], skip))
+              parts: list[Part] | None, *, condition: str | None = None,
+              skip: str | None = None) -> None:
+        if condition is None:
+            condition = self._conditions[-1] if self._conditions else ""
+        self.sites.append(Site(kind, line, cls, severity, ".".join(self._functions), condition,
+                               parts, skip))
 
     def visit_Raise(self, node: ast.Raise) -> None:
         self.generic_visit(node)
@@ -360,15 +514,17 @@ class _Walker(ast.NodeVisitor):
         if not exc.args:
             skip = KEYWORD_ONLY if exc.keywords else NO_MESSAGE
             self._site("raise", node.lineno, cls, "error", None, skip=skip)
-        elif len(exc.args) > 1 or isinstance(exc.args[0], ast.Starred):
-            self._site("raise", node.lineno, cls, "error", exc.args[0], skip=SEVERAL_ARGS)
-        else:
-            self._site("raise", node.lineno, cls, "error", exc.args[0])
+            return
+        parts = message_parts(exc.args[0], self._resolve)
+        several = len(exc.args) > 1 or isinstance(exc.args[0], ast.Starred)
+        self._site("raise", node.lineno, cls, "error", parts,
+                   skip=SEVERAL_ARGS if several and parts is not None else None)
 
     def visit_Assert(self, node: ast.Assert) -> None:
         self.generic_visit(node)
         # Python reports a failed assert at its test expression's line.
-        self._site("assert", node.test.lineno, "AssertionError", "error", node.msg,
+        parts = message_parts(node.msg, self._resolve) if node.msg else None
+        self._site("assert", node.test.lineno, "AssertionError", "error", parts,
                    condition=ast.unparse(node.test), skip=None if node.msg else NO_MESSAGE)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -377,11 +533,17 @@ class _Walker(ast.NodeVisitor):
         if not (isinstance(func, ast.Attribute) and func.attr in _LOG_LEVELS
                 and _is_logger(func.value)):
             return
+        level = _LOG_LEVELS[func.attr]
         if not node.args or isinstance(node.args[0], ast.Starred):
-            self._site("log", node.lineno, None, _LOG_LEVELS[func.attr], None, skip=NO_MESSAGE)
+            self._site("log", node.lineno, None, level, None, skip=NO_MESSAGE)
             return
-        self._site("log", node.lineno, None, _LOG_LEVELS[func.attr], node.args[0],
-                   log_args=list(node.args[1:]))
+        message, args = node.args[0], list(node.args[1:])
+        # A logger formats `msg % args` only when there are args.
+        if args and isinstance(message, ast.Constant) and isinstance(message.value, str):
+            parts: list[Part] | None = percent_parts(message.value, args)
+        else:
+            parts = message_parts(message, self._resolve)
+        self._site("log", node.lineno, None, level, parts)
 
 
 def _is_class_name(node: ast.expr) -> bool:
@@ -450,6 +612,19 @@ class Extraction:
     records: tuple[dict[str, Any], ...]
     stats: Stats
 
+    def without(self, ids: Iterable[str], reason: str) -> Extraction:
+        """These records left out, and counted under `reason`."""
+        drop = set(ids)
+        gone = Counter(r["errorType"] for r in self.records if r["id"] in drop)
+        st = self.stats
+        return Extraction(
+            tuple(r for r in self.records if r["id"] not in drop),
+            Stats(st.files, st.sites, st.with_message, st.covered,
+                  {k: n - gone.get(k, 0) for k, n in st.records.items()},
+                  {**st.skipped, reason: sum(gone.values())} if gone else st.skipped,
+                  st.files_skipped),
+        )
+
 
 def module_name(path: str) -> str:
     p = PurePosixPath(path)
@@ -475,7 +650,7 @@ def extract_module(text: str, path: str, *, version: str) -> Extraction:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError):
         return Extraction((), Stats(files=1, files_skipped={"syntax error": 1}))
-    walker = _Walker()
+    walker = _Walker(tree)
     walker.visit(tree)
     module = module_name(path)
     sites: Counter[str] = Counter()
@@ -486,16 +661,9 @@ def extract_module(text: str, path: str, *, version: str) -> Extraction:
     records: dict[str, dict[str, Any]] = {}
     for site in sorted(walker.sites, key=lambda s: s.line):
         sites[site.kind] += 1
-        if site.skip is not None and site.skip != SEVERAL_ARGS:
-            skipped[site.skip] += 1
-            continue
-        assert site.message is not None
-        if site.kind == "log":
-            parts = _log_parts(site.message, site.log_args)
-        else:
-            parts = message_parts(site.message)
+        parts = site.parts
         if parts is None:
-            skipped[NOT_TEMPLATE] += 1
+            skipped[site.skip or NOT_TEMPLATE] += 1
             continue
         with_message[site.kind] += 1
         if site.skip is not None:
@@ -505,9 +673,13 @@ def extract_module(text: str, path: str, *, version: str) -> Extraction:
         if site.error_class is not None and site.error_class.rsplit(".", 1)[-1] == "KeyError":
             parts = _quoted(parts)
         template = template_of(parts)
-        pattern = pattern_of(parts, first_line_only=site.kind == "log")
+        pattern = pattern_of(parts, first_line_only=site.kind == "log",
+                             anchored=site.kind != "log")
         if not isinstance(check_pattern(pattern), int):
             skipped[TOO_VAGUE] += 1
+            continue
+        if max(map(len, analyze(pattern).required_literals), default=0) < MIN_LITERAL_RUN:
+            skipped[MOSTLY_HOLES] += 1
             continue
         cls_key = site.error_class or f"logger.{site.severity}"
         rid = record_id(module, cls_key, template)
@@ -522,13 +694,6 @@ def extract_module(text: str, path: str, *, version: str) -> Extraction:
     return Extraction(tuple(records.values()), stats)
 
 
-def _log_parts(message: ast.expr, args: list[ast.expr]) -> list[Part] | None:
-    """A logger call formats `msg % args` only when there are args."""
-    if args and isinstance(message, ast.Constant) and isinstance(message.value, str):
-        return percent_parts(message.value, args)
-    return message_parts(message)
-
-
 def _record(rid: str, site: Site, template: str, pattern: str, path: str, module: str,
             version: str) -> dict[str, Any]:
     file_path = f"python/{path}"
@@ -536,11 +701,11 @@ def _record(rid: str, site: Site, template: str, pattern: str, path: str, module
     what = {"raise": f"raises {site.error_class}", "assert": "asserts",
             "log": f"logs at level {site.severity}"}[site.kind]
     fn = f"`{site.function}()`" if site.function else "module-level code"
-    doc = f"sglang {version}: {fn} in {module} ({where}) {what} with this message"
+    doc = f"{fn} in sglang/{where} {what} with this message"
     if site.condition:
         cond = site.condition if len(site.condition) <= 200 else site.condition[:199] + "…"
-        doc += (f"; the assertion `{cond}` failed" if site.kind == "assert"
-                else f", when `{cond}`")
+        doc += (f": the assertion `{cond}` failed" if site.kind == "assert"
+                else f" when `{cond}`")
     parts = PurePosixPath(path).parts
     return {
         "id": rid,
@@ -555,7 +720,6 @@ def _record(rid: str, site: Site, template: str, pattern: str, path: str, module
         "lineNumber": site.line,
         "githubUrl": f"{GITHUB}/blob/v{version}/{file_path}#L{site.line}",
         "documentation": doc + ".",
-        "triggerScenarios": site.condition,
         "tags": ["sglang", "generated", site.kind, *parts[1:-1][:2]],
         "sglangVersions": [version],
         "schemaVersion": 2,
@@ -624,7 +788,8 @@ def read_wheel(wheel: Path) -> SourceFiles:
     with zipfile.ZipFile(wheel) as zf:
         for name in sorted(zf.namelist()):
             if name.endswith(".dist-info/METADATA"):
-                m = re.search(r"^Version: (\S+)$", zf.read(name).decode(errors="replace"), re.M)
+                meta = zf.read(name).decode(errors="replace")
+                m = re.search(r"^Version: (\S+)$", meta, re.MULTILINE)
                 version = m.group(1) if m else None
             if not (name.startswith("sglang/") and name.endswith(".py")):
                 continue
@@ -654,7 +819,7 @@ def find_installed() -> tuple[Path, str | None]:
 def _version_in(text: str | None) -> str | None:
     if not text:
         return None
-    m = re.search(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", text, re.M)
+    m = re.search(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", text, re.MULTILINE)
     return m.group(1) if m else None
 
 
@@ -662,19 +827,21 @@ def iter_jsonl(records: Iterable[dict[str, Any]]) -> Iterator[str]:
     import json
 
     for r in records:
-        yield json.dumps(r, ensure_ascii=False, sort_keys=False) + "\n"
+        yield json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def stats_toml(stats: Stats, *, version: str, source: str) -> str:
     """The stats as TOML (a suffix the catalog loader does not read)."""
+    import json  # a JSON string is a TOML basic string
+
     def table(name: str, values: Mapping[str, int]) -> list[str]:
-        return [f"\n[{name}]"] + [f'"{k}" = {v}' for k, v in values.items()]
+        return [f"\n[{name}]"] + [f"{json.dumps(k)} = {v}" for k, v in values.items()]
 
     lines = [
-        "# written by `sglang-matcher catalog extract`; coverage = sites_covered / "
-        "sites_with_string_message over raise and assert sites",
-        f'sglang_version = "{version}"',
-        f'source = "{source}"',
+        ("# written by `sglang-matcher catalog extract`; coverage = sites_covered / "
+         "sites_with_string_message over raise and assert sites"),
+        f"sglang_version = {json.dumps(version)}",
+        f"source = {json.dumps(source)}",
         f"files = {stats.files}",
         f"coverage = {round(stats.coverage, 4)}",
     ]
@@ -685,3 +852,43 @@ def stats_toml(stats: Stats, *, version: str, source: str) -> str:
     lines += table("skipped", stats.skipped)
     lines += table("files_skipped", stats.files_skipped)
     return "\n".join(lines) + "\n"
+
+
+DEFERRED = "its lines are a curated record's examples (left to that record)"
+NOT_SELECTED = "severity not selected (--severity)"
+
+
+def defer_to(
+    records: Sequence[dict[str, Any]], curated: Sequence[CatalogRecord]
+) -> tuple[tuple[dict[str, Any], ...], tuple[str, ...]]:
+    """Leave out the records that would take a curated record's own example lines.
+
+    A curated record with the same template already replaces a generated one when the layers
+    merge. This is for the curated record that covers several sites with one pattern (a port
+    in use, said three ways): the generated record of each other site is more specific and
+    would win its lines, so the operator would get the site without the remediation.
+    """
+    from matcher.catalog import merge_layers
+    from matcher.catalog.check import frame_text
+    from matcher.catalog.load import validate_record
+    from matcher.engine import Engine
+
+    generated = []
+    for i, raw in enumerate(records):
+        rec = validate_record(raw, "<generated>", i, "generated")
+        if isinstance(rec, CatalogRecord):
+            generated.append(rec)
+    dropped: set[str] = set()
+    while True:
+        merged = merge_layers([*(g for g in generated if g.id not in dropped), *curated])
+        engine = Engine(merged, use_hyperscan=False, cache=None)
+        taken: set[str] = set()
+        for rec in curated:
+            for example in rec.examples_match:
+                winners = [m for m in map(engine.match, frame_text(example)) if m is not None]
+                if winners and not any(m.pattern.id == rec.id for m in winners):
+                    taken.update(m.pattern.id for m in winners if m.pattern.layer == "generated")
+        if not taken:
+            break
+        dropped |= taken
+    return tuple(r for r in records if r["id"] not in dropped), tuple(sorted(dropped))

@@ -8,8 +8,11 @@ daemon). Text fields such as `validationCode` are carried as text and never exec
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Iterator
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +71,10 @@ def catalog_files(path: Path) -> list[Path]:
     return [path]
 
 
-def load_paths(paths: Iterable[Path], layer: Layer) -> LoadResult:
+def load_paths(
+    paths: Iterable[Path], layer: Layer, *, known: Mapping[str, int] | None = None
+) -> LoadResult:
+    """`known`: literal lengths of patterns checked before (see `PatternFactsCache`)."""
     records: list[CatalogRecord] = []
     issues: list[CatalogIssue] = []
     files: list[str] = []
@@ -83,7 +89,7 @@ def load_paths(paths: Iterable[Path], layer: Layer) -> LoadResult:
                     issues.append(item)
                     continue
                 index, raw = item
-                result = validate_record(raw, str(file), index, layer)
+                result = validate_record(raw, str(file), index, layer, known=known)
                 if isinstance(result, CatalogRecord):
                     records.append(result)
                 else:
@@ -140,7 +146,7 @@ _STR_LIST_FIELDS = ("solutions", "preventionTips", "tags", "sglangVersions")
 
 
 def validate_record(
-    raw: Any, file: str, index: int, layer: Layer
+    raw: Any, file: str, index: int, layer: Layer, *, known: Mapping[str, int] | None = None
 ) -> CatalogRecord | list[CatalogIssue]:
     """Check one bare record's fields and pattern; return the record or every problem found."""
     if not isinstance(raw, dict):
@@ -200,7 +206,8 @@ def validate_record(
             pattern = None
     literal_length = 0
     if isinstance(pattern, str):
-        problem = check_pattern(pattern)
+        checked = known.get(pattern) if known else None
+        problem = check_pattern(pattern) if checked is None else checked
         if isinstance(problem, str):
             bad(pattern_field, problem)
         else:
@@ -256,3 +263,70 @@ def check_pattern(pattern: str) -> int | str:
             f"at least {MIN_LITERAL_CHARS} needed)"
         )
     return facts.literal_length
+
+
+def default_cache_dir() -> Path:
+    """`$SGLANG_MATCHER_CACHE_DIR`, else `$XDG_CACHE_HOME/sglang-matcher`, else ~/.cache/…"""
+    explicit = os.environ.get("SGLANG_MATCHER_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sglang-matcher"
+
+
+def code_fingerprint(*modules: str) -> str:
+    """A hash of modules' source, so a cache never outlives the code that computed it."""
+    import importlib.util
+
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        try:
+            h.update(Path(origin).read_bytes() if origin else name.encode())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:16]
+
+
+class PatternFactsCache:
+    """Checked patterns' literal lengths, kept across runs: checking 16,000 patterns takes 4 s.
+
+    What a pattern is worth depends on its text alone, so an entry can only ever be missing,
+    never wrong; the file is named after the checking code, and a damaged one is ignored.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        code = code_fingerprint(__name__, "matcher.catalog.patterns")
+        self.path = directory / f"patterns-{code}.json"
+
+    @classmethod
+    def default(cls) -> PatternFactsCache:
+        return cls(default_cache_dir())
+
+    def load(self) -> dict[str, int]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(k, str) and type(v) is int}
+
+    def store(self, facts: Mapping[str, int]) -> bool:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".patterns-", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(dict(facts), f, ensure_ascii=False, separators=(",", ":"))
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            return False
+        for old in self.path.parent.glob("patterns-*.json"):
+            if old != self.path:
+                old.unlink(missing_ok=True)
+        return True

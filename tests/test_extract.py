@@ -1,0 +1,625 @@
+"""`catalog extract`: sglang's raise, assert and logger sites become records recognizing its logs.
+
+The constructs are shown on small snippets, each with the whole record it gives; the real sglang
+0.5.23 source enters through a verbatim copy of `srt/arg_groups/mamba_hook.py` (the seed's check)
+and through the shipped catalog, which must recognize every real launch log whose traceback ends
+at a raise or assert of sglang's — at that very file and line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+import regex
+
+from matcher.catalog import load_catalog, merge_layers
+from matcher.catalog.check import frame_text
+from matcher.catalog.extract import (
+    DUPLICATE,
+    KEYWORD_ONLY,
+    MOSTLY_HOLES,
+    NO_MESSAGE,
+    NOT_TEMPLATE,
+    RERAISE,
+    TOO_VAGUE,
+    Stats,
+    extract_module,
+    record_id,
+)
+from matcher.catalog.load import load_paths, validate_record
+from matcher.cli import cmd_scan
+from matcher.engine import Engine, EngineCache
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
+LAUNCH = FIXTURES / "launch"
+GENERATED = REPO / "patterns" / "sglang" / "generated"
+SHIPPED = GENERATED / "sglang-0.5.23.jsonl"
+MODULE = "sglang/srt/foo.py"
+
+
+def extract(source: str, path: str = MODULE):
+    return extract_module(source, path, version="0.5.23")
+
+
+def record(line: int, template: str, pattern: str, *, cls: str | None = "ValueError",
+           kind: str = "raise", severity: str = "error", doc: str, path: str = MODULE,
+           slug: str) -> dict:
+    """The record a site of `sglang/srt/foo.py` must give, field by field."""
+    module = path.removesuffix(".py").replace("/", ".")
+    return {
+        "id": record_id(module, cls or f"logger.{severity}", template),
+        "repo": "sgl-project/sglang",
+        "slug": slug,
+        "errorMessage": template,
+        "messagePattern": pattern,
+        "errorType": kind,
+        "errorClass": cls,
+        "severity": severity,
+        "filePath": f"python/{path}",
+        "lineNumber": line,
+        "githubUrl": f"https://github.com/sgl-project/sglang/blob/v0.5.23/python/{path}#L{line}",
+        "documentation": doc,
+        "tags": ["sglang", "generated", kind, *Path(path).parts[1:-1][:2]],
+        "sglangVersions": ["0.5.23"],
+        "schemaVersion": 2,
+    }
+
+
+A = r"(?<![\s\S])\s*"  # how a raise/assert pattern starts: at the start of the message
+
+
+CONSTRUCTS = [
+    ("f-string, attribute hole named after the attribute", '''
+def check(cfg):
+    if cfg.radix_cache_backend is not None:
+        raise ValueError(
+            "--enable-int8-mamba-checkpoint only supports the built-in mamba "
+            f"radix cache; --radix-cache-backend={cfg.radix_cache_backend!r} "
+            "is not int8-aware. Omit --radix-cache-backend."
+        )
+''', record(
+        4,
+        "--enable-int8-mamba-checkpoint only supports the built-in mamba radix cache; "
+        "--radix-cache-backend={cfg.radix_cache_backend!r} is not int8-aware. Omit "
+        "--radix-cache-backend.",
+        A + r"--enable-int8-mamba-checkpoint only supports the built-in mamba radix cache; "
+        r"--radix-cache-backend=(?P<radix_cache_backend>.+?) is not int8-aware\. Omit "
+        r"--radix-cache-backend\.",
+        slug="enable-int8-mamba-checkpoint-only-supports-the-b",
+        doc="`check()` in sglang/srt/foo.py:4 raises ValueError with this message when "
+            "`cfg.radix_cache_backend is not None`.")),
+    ("% with a tuple: holes named after names, spec kept", '''
+def f(n, name):
+    raise ValueError("--tp-size must be positive, got %d (%s)" % (n, name))
+''', record(
+        3, "--tp-size must be positive, got {n:d} ({name})",
+        A + r"--tp-size must be positive, got (?P<n>.+?) \((?P<name>.+?)\)",
+        slug="tp-size-must-be-positive-got-n-d-name",
+        doc="`f()` in sglang/srt/foo.py:3 raises ValueError with this message.")),
+    ("% with a mapping and a literal %%", '''
+def f(d):
+    raise RuntimeError("usage %(pct)d%% is over the limit %(limit)r" % {"pct": d.p, "limit": 9})
+''', record(
+        3, "usage {d.p:d}% is over the limit {9!r}",
+        A + r"usage (?P<pct>.+?)% is over the limit (?P<limit>.+)", cls="RuntimeError",
+        slug="usage-d-p-d-is-over-the-limit-9-r",
+        doc="`f()` in sglang/srt/foo.py:3 raises RuntimeError with this message.")),
+    (".format() with positional and keyword fields", '''
+def f(a, b):
+    raise TypeError("expected {} tensors, got {got!r} for {}".format(a, b, got=len(b)))
+''', record(
+        3, "expected {a} tensors, got {len(b)!r} for {b}",
+        A + r"expected (?P<a>.+?) tensors, got (?P<got>.+?) for (?P<b>.+)",
+        cls="TypeError", slug="expected-a-tensors-got-len-b-r-for-b",
+        doc="`f()` in sglang/srt/foo.py:3 raises TypeError with this message.")),
+    ("a hole that opens a raise's message takes no whitespace", '''
+class Scheduler:
+    def __init__(self, beta_schedule):
+        raise NotImplementedError(f"{beta_schedule} is not implemented for {self.__class__}")
+''', record(
+        4, "{beta_schedule} is not implemented for {self.__class__}",
+        A + r"(?P<beta_schedule>\S+?) is not implemented for (?P<__class__>.+)",
+        cls="NotImplementedError", slug="beta-schedule-is-not-implemented-for-self-class",
+        doc="`Scheduler.__init__()` in sglang/srt/foo.py:4 raises NotImplementedError with this "
+            "message.")),
+    ("+ concatenation: a value that is not a template is a hole, unnamed when a call", '''
+class Loader:
+    def load(self, path):
+        raise FileNotFoundError(
+            "Cannot find the weights under " + str(path) + ", check --model-path")
+''', record(
+        4, "Cannot find the weights under {str(path)}, check --model-path",
+        A + r"Cannot find the weights under (.+?), check --model-path", cls="FileNotFoundError",
+        slug="cannot-find-the-weights-under-str-path-check-mod",
+        doc="`Loader.load()` in sglang/srt/foo.py:4 raises FileNotFoundError with this message.")),
+    ("a message built in a variable, with its unconditional appends", '''
+def f(mem, frac):
+    msg = "Not enough memory. "
+    msg += f"Please try to increase --mem-fraction-static (now {frac})."
+    if mem:
+        msg += " It is below the minimum."
+    raise RuntimeError(msg)
+''', record(
+        7, "Not enough memory. Please try to increase --mem-fraction-static (now {frac}).",
+        A + r"Not enough memory\. Please try to increase --mem-fraction-static \(now "
+        r"(?P<frac>.+?)\)\.", cls="RuntimeError",
+        slug="not-enough-memory-please-try-to-increase-mem-fra",
+        doc="`f()` in sglang/srt/foo.py:7 raises RuntimeError with this message.")),
+    ("KeyError prints its message quoted", '''
+def f(name):
+    raise KeyError(f"no weights for layer {name} in checkpoint")
+''', record(
+        3, "'no weights for layer {name} in checkpoint'",
+        A + r"'no weights for layer (?P<name>.+?) in checkpoint'", cls="KeyError",
+        slug="no-weights-for-layer-name-in-checkpoint",
+        doc="`f()` in sglang/srt/foo.py:3 raises KeyError with this message.")),
+    ("assert: AssertionError, at its test's line, the test as the condition", '''
+def f(view):
+    assert view.page_size in (1, None), (
+        f"no_buffer only supports page_size=1, got {view.page_size}."
+    )
+''', record(
+        3, "no_buffer only supports page_size=1, got {view.page_size}.",
+        A + r"no_buffer only supports page_size=1, got (?P<page_size>.+?)\.",
+        cls="AssertionError", kind="assert",
+        slug="no-buffer-only-supports-page-size-1-got-view-pag",
+        doc="`f()` in sglang/srt/foo.py:3 asserts with this message: the assertion "
+            "`view.page_size in (1, None)` failed.")),
+    ("logger.warning with lazy % args: a warning, not anchored, first line only", '''
+import logging
+logger = logging.getLogger(__name__)
+def f(size, chunk):
+    logger.warning(
+        "chunked_prefill_size=%s is smaller than mamba_cache_chunk_size=%s.\\nDetails follow.",
+        size, chunk)
+''', record(
+        5, "chunked_prefill_size={size} is smaller than mamba_cache_chunk_size={chunk}.\nDetails "
+        "follow.",
+        r"chunked_prefill_size=(?P<size>.+?) is smaller than mamba_cache_chunk_size="
+        r"(?P<chunk>.+?)\.", cls=None, kind="log", severity="warning",
+        slug="chunked-prefill-size-size-is-smaller-than-mamba",
+        doc="`f()` in sglang/srt/foo.py:5 logs at level warning with this message.")),
+    ("logger.exception: severity error, holes of the same name told apart", '''
+def f(self, e):
+    if e:
+        self.logger.exception(f"Scheduler {self.rank} failed to step: {e}; step {e}")
+''', record(
+        4, "Scheduler {self.rank} failed to step: {e}; step {e}",
+        r"Scheduler (?P<rank>.+?) failed to step: (?P<e>.+?); step (?P<e_2>.+)", cls=None,
+        kind="log", slug="scheduler-self-rank-failed-to-step-e-step-e",
+        doc="`f()` in sglang/srt/foo.py:4 logs at level error with this message when `e`.")),
+]
+
+
+@pytest.mark.parametrize("name,source,expected", CONSTRUCTS, ids=[c[0] for c in CONSTRUCTS])
+def test_each_construct_gives_its_whole_record(name, source, expected):
+    """Every field of the record, for each way sglang builds a message."""
+    (got,) = extract(source).records
+    assert got == expected
+
+
+def test_records_pass_the_loader_and_match_what_python_prints():
+    """A record made from a snippet recognizes the message the snippet really raises."""
+    source = CONSTRUCTS[0][1]
+    (raw,) = extract(source).records
+    rec = validate_record(raw, "gen.jsonl", 0, "generated")
+    assert not isinstance(rec, list), rec
+
+    class Cfg:
+        radix_cache_backend = "lru"
+
+    namespace: dict = {}
+    exec(compile(source, "foo.py", "exec"), namespace)  # noqa: S102 - our own snippet
+    with pytest.raises(ValueError) as err:
+        namespace["check"](Cfg())
+    m = Engine([rec], cache=None).match(frame_text(f"ValueError: {err.value}")[0])
+    assert (m.pattern.id, m.captures) == (raw["id"], {"radix_cache_backend": "'lru'"})
+
+
+def test_sites_without_a_usable_message_are_counted_by_reason():
+    source = '''
+import logging
+logger = logging.getLogger(__name__)
+def f(e, msg, x):
+    try:
+        pass
+    except ValueError:
+        raise
+    raise e
+    raise ValueError()
+    raise ValueError
+    raise HTTPException(status_code=400, detail="bad request body")
+    raise ValueError(msg)
+    raise ValueError(f"{e}")
+    raise ValueError(f"Error: {e}")
+    raise ValueError(f"{x.shape=} {x.dtype=}")
+    assert x
+    logger.error(str(e))
+    raise ValueError("the same message twice in one module")
+    raise ValueError("the same message twice in one module")
+'''
+    ex = extract(source)
+    assert [r["lineNumber"] for r in ex.records] == [19]
+    assert ex.records[0]["alsoAt"] == [20]
+    assert ex.stats == Stats(
+        files=1,
+        sites={"raise": 11, "assert": 1, "log": 1},
+        with_message={"raise": 5},
+        covered={"raise": 2},
+        records={"raise": 1},
+        skipped={RERAISE: 2, NO_MESSAGE: 3, KEYWORD_ONLY: 1, NOT_TEMPLATE: 2, TOO_VAGUE: 2,
+                 MOSTLY_HOLES: 1, DUPLICATE: 1},
+    )
+
+
+def test_id_is_stable_across_line_moves_and_tells_class_message_and_module_apart():
+    raise_ = '    raise ValueError("--tp-size must be a positive integer")\n'
+    one = extract("def f():\n" + raise_)
+    moved = extract("\n\n\ndef g():\n    x = 1\n" + raise_)
+    other_module = extract("def f():\n" + raise_, "sglang/srt/bar.py")
+    other_class = extract("def f():\n" + raise_.replace("ValueError", "TypeError"))
+    ids = [x.records[0]["id"] for x in (one, moved, other_module, other_class)]
+    assert ids[0] == ids[1]
+    assert len(set(ids)) == 3
+
+
+def test_syntax_errors_cost_the_file_only():
+    assert extract("def f(:\n").stats == Stats(files=1, files_skipped={"syntax error": 1})
+
+
+# --- the real source: sglang 0.5.23's srt/arg_groups/mamba_hook.py, copied verbatim ----------
+
+MAMBA_HOOK = FIXTURES / "source" / "mamba_hook.py"
+SEED_FILE = REPO / "patterns" / "sglang" / "curated" / "000_seed_int8_mamba_radix_cache.json"
+SEED = json.loads(SEED_FILE.read_text())["record"]
+
+
+def test_seed_message_comes_out_of_mamba_hook_with_a_named_capture():
+    """The seed's check moved from server_args.py to mamba_hook.py; its message is found there."""
+    ex = extract_module(MAMBA_HOOK.read_text(), "sglang/srt/arg_groups/mamba_hook.py",
+                        version="0.5.23")
+    (seed,) = [r for r in ex.records if r["errorMessage"] == SEED["errorMessage"]]
+    assert seed == {
+        "id": "7cf606f9ad6d2bbf",
+        "repo": "sgl-project/sglang",
+        "slug": "enable-int8-mamba-checkpoint-only-supports-the-b",
+        "errorMessage": SEED["errorMessage"],
+        "messagePattern": A + r"--enable-int8-mamba-checkpoint only supports the built-in mamba "
+                              r"radix cache; --radix-cache-backend=(?P<radix_cache_backend>.+?) is "
+                              r"not int8-aware\. Omit --radix-cache-backend\.",
+        "errorType": "raise",
+        "errorClass": "ValueError",
+        "severity": "error",
+        "filePath": "python/sglang/srt/arg_groups/mamba_hook.py",
+        "lineNumber": 90,
+        "githubUrl": "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/"
+                     "arg_groups/mamba_hook.py#L90",
+        "documentation": "`handle_int8_mamba_checkpoint()` in "
+                         "sglang/srt/arg_groups/mamba_hook.py:90 raises ValueError with this "
+                         "message when `cfg.radix_cache_backend is not None`.",
+        "tags": ["sglang", "generated", "raise", "srt", "arg_groups"],
+        "sglangVersions": ["0.5.23"],
+        "schemaVersion": 2,
+    }
+    rec = validate_record(seed, "gen", 0, "generated")
+    m = Engine([rec], cache=None).match(frame_text(
+        (LAUNCH / "int8_mamba_radix_lru.log").read_text())[-1])
+    assert m.captures == {"radix_cache_backend": "'lru'"}
+
+
+def test_every_raise_and_assert_with_a_message_in_mamba_hook_gives_a_record():
+    ex = extract_module(MAMBA_HOOK.read_text(), "sglang/srt/arg_groups/mamba_hook.py",
+                        version="0.5.23")
+    assert (ex.stats.with_message, ex.stats.covered, ex.stats.coverage) == (
+        {"raise": 10, "assert": 6, "log": 1}, {"raise": 10, "assert": 6, "log": 1}, 1.0)
+
+
+# --- the shipped catalog ---------------------------------------------------------------------
+
+def shipped_stats(directory: Path = GENERATED) -> dict:
+    return tomllib.loads((directory / "sglang-0.5.23.stats.toml").read_text())
+
+
+def test_shipped_catalog_covers_at_least_90_percent_of_string_message_sites():
+    """The extractor's own counts on sglang 0.5.23, kept next to the catalog they describe."""
+    stats = shipped_stats()
+    sites = sum(stats["sites_with_string_message"][k] for k in ("raise", "assert"))
+    covered = sum(stats["sites_covered"][k] for k in ("raise", "assert"))
+    assert covered / sites >= 0.9
+    assert stats["coverage"] == round(covered / sites, 4)
+    lines = SHIPPED.read_text().splitlines()
+    assert len(lines) == sum(stats["records"].values()) > 11_000
+    assert {json.loads(x)["severity"] for x in lines} == {"error"}
+
+
+def test_readme_gives_the_command_that_made_the_shipped_file():
+    readme = (GENERATED / "README.md").read_text()
+    source = shipped_stats()["source"]
+    assert "--severity error" in source
+    assert (f"sglang-matcher catalog extract {source} -o patterns/sglang/generated/"
+            "sglang-0.5.23.jsonl") in readme
+
+
+@pytest.fixture(scope="module")
+def generated_alone():
+    catalog = load_catalog(builtin=False, user_paths=[GENERATED])
+    assert catalog.issues == ()
+    return Engine(catalog.records)
+
+
+def test_no_generated_record_matches_the_empty_string():
+    for line in SHIPPED.read_text().splitlines():
+        pattern = json.loads(line)["messagePattern"]
+        assert regex.compile(pattern).search("") is None, pattern
+
+
+# Real launch logs whose traceback does not end at a raise or assert of sglang's own: nothing
+# extracted from sglang's source can be their record (the curated catalog has them).
+NOT_SGLANG_RAISE = {
+    "argparse_invalid_choice_attention": "argparse prints usage and exits: no traceback",
+    "argparse_invalid_int": "argparse prints usage and exits: no traceback",
+    "argparse_missing_model_path": "argparse prints usage and exits: no traceback",
+    "argparse_unrecognized": "argparse prints usage and exits: no traceback",
+    "reasoning_parser_invalid": "argparse prints usage and exits: no traceback",
+    "cpu_engine_no_sgl_kernel": "Python's import fails inside sglang: ModuleNotFoundError",
+    "scheduler_vllm_missing_api_key": "Python's import fails inside sglang: ModuleNotFoundError",
+    "model_path_hf_repo_offline": "transformers raises; sglang's last frame is a call",
+    "model_path_missing_dir": "transformers raises (last frame in transformers)",
+    "spec_ngram_mamba_no_nvidia_driver": "torch raises (last frame in torch.cuda)",
+}
+_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+), in .*\n(?P<code>.*)$',
+                    re.MULTILINE)
+
+
+def raise_site(log: str) -> tuple[str, int] | None:
+    """The last frame of the log, when it is a raise or assert in sglang's package."""
+    frames = list(_FRAME.finditer(log))
+    if not frames:
+        return None
+    last = frames[-1]
+    path = last["path"]
+    if "/site-packages/sglang/" not in path or not last["code"].lstrip().startswith(
+            ("raise", "assert")):
+        return None
+    return "python/sglang/" + path.split("/site-packages/sglang/", 1)[1], int(last["line"])
+
+
+def test_launch_logs_without_an_sglang_raise_site_are_the_listed_ones():
+    logs = {p.stem: p.read_text() for p in LAUNCH.glob("*.log")}
+    without = {name for name, text in logs.items() if raise_site(text) is None}
+    assert without == set(NOT_SGLANG_RAISE)
+    assert len(logs) - len(NOT_SGLANG_RAISE) >= 10
+
+
+@pytest.mark.parametrize("log", sorted(p.stem for p in LAUNCH.glob("*.log")
+                                       if p.stem not in NOT_SGLANG_RAISE))
+def test_generated_catalog_alone_recognizes_each_real_launch_failure_at_its_site(
+        generated_alone, log):
+    """`--no-builtin --catalog patterns/sglang/generated`: the record is the traceback's raise."""
+    engine = generated_alone
+    text = (LAUNCH / f"{log}.log").read_text()
+    site = raise_site(text)
+    framed = [r for r in frame_text(text) if r.exceptions]
+    final = framed[-1]
+    m = engine.match(final)
+    assert m is not None, final.exceptions[-1]
+    assert (m.pattern.file_path, m.pattern.line_number, m.pattern.error_class) == (
+        site[0], site[1], final.exceptions[-1].error_class)
+
+
+def test_cli_scan_with_generated_catalog_alone_names_the_site():
+    run = cli("scan", "--format", "json", "--no-builtin", "--catalog", str(GENERATED),
+              str(LAUNCH / "mamba_no_buffer_page_size.log"))
+    assert run.returncode == 1, run.stderr
+    (event,) = [json.loads(x) for x in run.stdout.splitlines()]
+    assert (event["pattern_id"], event["error_class"], event["remediation"]["url"]) == (
+        "70367cb67f97f13b", "AssertionError",
+        ("https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/arg_groups/"
+         "mamba_hook.py#L157"))
+
+
+def scan_events(catalog, logs: list[Path]) -> list[tuple[str, str, str]]:
+    out = io.StringIO()
+    cmd_scan([str(log) for log in logs], "json", catalog, out, err=io.StringIO())
+    events = [json.loads(x) for x in out.getvalue().splitlines()]
+    return [(Path(e["source"]).name, e["pattern_id"], e["severity"])
+            for e in events if e["event"] == "sglang_error"]
+
+
+def test_curated_records_take_over_the_sites_they_describe():
+    """With both layers, no generated record keeps a curated record's template, and every real
+    launch log gives exactly the events the curated catalog alone gives: one line, one record."""
+    both, curated = load_catalog(), load_catalog(generated=False)
+    templates = {r.error_message for r in curated.records if r.error_message}
+    assert [r.id for r in both.records if r.layer == "generated" and r.error_message in templates] \
+        == []
+    assert len(both.records) > 11_000
+    logs = sorted(LAUNCH.glob("*.log"))
+    events = scan_events(both, logs)
+    assert events == scan_events(curated, logs)
+    assert {source for source, _, _ in events} == {log.name for log in logs}
+
+
+def test_template_override_holds_for_every_record_of_a_template_and_through_an_id_override():
+    def rec(rid, layer, message):
+        r = validate_record({"id": rid, "errorMessage": message}, "t", 0, layer)
+        assert not isinstance(r, list)
+        return r
+
+    raised = rec("g-raise", "generated", "Decode out of memory. Try to lower your batch size.")
+    logged = rec("g-log", "generated", "Decode out of memory. Try to lower your batch size.")
+    other = rec("g-other", "generated", "Prefill out of memory. Try to lower your batch size.")
+    curated = rec("c1", "curated", "Decode out of memory. Try to lower your batch size.")
+    user = validate_record({"id": "c1", "messagePattern": "Decode out of memory"}, "u", 0, "user")
+    assert [r.id for r in merge_layers([raised, logged, other, curated])] == ["g-other", "c1"]
+    assert [(r.id, r.layer) for r in merge_layers([raised, logged, other, curated, user])] == [
+        ("g-other", "generated"), ("c1", "user")]
+
+
+# --- the command ----------------------------------------------------------------------------
+
+def fake_sglang(root: Path) -> Path:
+    pkg = root / "python" / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    (pkg / "test").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_version.py").write_text("__version__ = version = '9.9.1'\n")
+    (pkg / "srt" / "args.py").write_text(
+        'def f(n):\n    if n < 1:\n        raise ValueError(f"--tp-size must be >= 1, got {n}")\n'
+        '    raise ValueError(n)\n')
+    (pkg / "test" / "test_args.py").write_text('raise ValueError("a test, not the server")\n')
+    return root
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "matcher", *args], capture_output=True,
+                          text=True, check=False)
+
+
+def test_extract_command_prints_its_counts_and_writes_records_and_stats(tmp_path):
+    out = tmp_path / "cat.jsonl"
+    run = cli("catalog", "extract", "--sglang-source", str(fake_sglang(tmp_path / "src")),
+              "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        (f"sglang 9.9.1 (--sglang-source {tmp_path / 'src'}): 3 modules read, "
+         "1 files skipped: tests and benchmarks"),
+        "sites seen:            2 (raise 2, assert 0, log 0)",
+        "with a string message: 1 (raise 1, assert 0, log 0)",
+        "records made:          1 (raise 1, assert 0, log 0)",
+        "coverage: 1 of 1 raise/assert sites with a string message are recognized (100.00%)",
+        "skipped, by reason:",
+        f"       1  {NOT_TEMPLATE}",
+        f"wrote {out} (1 records) and {tmp_path / 'cat.stats.toml'}",
+    ]
+    (rec,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert (rec["filePath"], rec["lineNumber"], rec["githubUrl"]) == (
+        "python/sglang/srt/args.py", 3,
+        "https://github.com/sgl-project/sglang/blob/v9.9.1/python/sglang/srt/args.py#L3")
+    stats = tomllib.loads((tmp_path / "cat.stats.toml").read_text())
+    assert (stats["sglang_version"], stats["records"], stats["files_skipped"]) == (
+        "9.9.1", {"raise": 1}, {"tests and benchmarks": 1})
+    assert cli("catalog", "lint", str(out)).returncode == 0
+
+
+def test_extract_reads_a_wheel_without_unpacking_it(tmp_path):
+    src = fake_sglang(tmp_path / "src") / "python"
+    wheel = tmp_path / "sglang-9.9.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for p in src.rglob("*.py"):
+            zf.write(p, p.relative_to(src).as_posix())
+        zf.writestr("sglang-9.9.2.dist-info/METADATA", "Name: sglang\nVersion: 9.9.2\n")
+    run = cli("catalog", "extract", "--wheel", str(wheel))
+    assert run.returncode == 0, run.stderr
+    (rec,) = [json.loads(x) for x in run.stdout.splitlines()]
+    assert rec["sglangVersions"] == ["9.9.2"]
+    assert "records made:          1" in run.stderr
+
+
+def test_extract_usage_errors_exit_two(tmp_path):
+    assert cli("catalog", "extract").returncode == 2
+    run = cli("catalog", "extract", "--sglang-source", str(tmp_path))
+    assert (run.returncode, "no sglang package" in run.stderr) == (2, True)
+    (tmp_path / "bad.whl").write_bytes(b"not a zip")
+    assert cli("catalog", "extract", "--wheel", str(tmp_path / "bad.whl")).returncode == 2
+
+
+def test_catalog_stats_counts_by_layer_severity_and_class(tmp_path):
+    source = fake_sglang(tmp_path / "src") / "python" / "sglang" / "srt" / "args.py"
+    source.write_text(source.read_text() + (
+        "import logging\nlogger = logging.getLogger(__name__)\n"
+        "logger.warning('--tp-size %s is larger than the GPUs here', 8)\n"
+        "assert 1, 'the scheduler lost its way home'\n"))
+    out = tmp_path / "cat.jsonl"
+    assert cli("catalog", "extract", "--sglang-source", str(tmp_path / "src"), "-o",
+               str(out)).returncode == 0
+    run = cli("catalog", "stats", str(out))
+    assert run.returncode == 0
+    assert run.stdout.splitlines()[1:] == [
+        "3 records, 0 with remediation",
+        "  layer:      user 3",
+        "  severity:   error 2, warning 1",
+        "  errorType:  assert 1, log 1, raise 1",
+        "  class:      (plain log line) 1, AssertionError 1, ValueError 1",
+        "  versions:   9.9.1 3",
+    ]
+
+
+# --- the compiled form, cached ---------------------------------------------------------------
+
+def small_catalog():
+    return load_paths([REPO / "patterns" / "sglang" / "curated"], "curated").records
+
+
+def test_engine_cache_is_written_once_then_read_and_matches_the_same(tmp_path):
+    records = small_catalog()
+    line = frame_text((LAUNCH / "int8_mamba_radix_lru.log").read_text())[-1]
+    built = Engine(records, cache=EngineCache(tmp_path))
+    loaded = Engine(records, cache=EngineCache(tmp_path))
+    assert (built.stats.cache, loaded.stats.cache) == ("miss", "hit")
+    assert [(m.pattern.id, m.captures) for m in loaded.match_all(line)] == [
+        (m.pattern.id, m.captures) for m in built.match_all(line)]
+    assert loaded.prefilter == built.prefilter
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped byte"])
+def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, damage):
+    records = small_catalog()
+    Engine(records, cache=EngineCache(tmp_path))
+    (entry,) = tmp_path.glob("engine-*.bin")
+    data = entry.read_bytes()
+    flipped = data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:]
+    entry.write_bytes({"garbage": b"\x00" * 64, "truncated": data[: len(data) // 2],
+                       "flipped byte": flipped}[damage])
+    again = Engine(records, cache=EngineCache(tmp_path))
+    assert again.stats.cache == "rebuilt"
+    line = frame_text((LAUNCH / "hicache_disable_radix.log").read_text())[-1]
+    assert again.match(line).pattern.slug == "hierarchical-cache-disable-radix-cache-exclusive"
+    assert Engine(records, cache=EngineCache(tmp_path)).stats.cache == "hit"
+
+
+def test_cache_dir_comes_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("SGLANG_MATCHER_CACHE_DIR", raising=False)
+    assert EngineCache.default().directory == tmp_path / "xdg" / "sglang-matcher"
+    monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path / "mine"))
+    assert EngineCache.default().directory == tmp_path / "mine"
+
+
+def test_an_unwritable_cache_dir_costs_only_speed(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    engine = Engine(small_catalog(), cache=EngineCache(blocker / "cache"))
+    assert engine.stats.cache == "unwritable"
+    line = frame_text((LAUNCH / "lmcache_hicache.log").read_text())[-1]
+    assert engine.match(line).pattern.slug == "lmcache-hierarchical-cache-exclusive"
+
+
+def test_checked_patterns_are_remembered_and_a_damaged_memory_is_ignored(tmp_path, monkeypatch):
+    """Loading reuses earlier pattern checks (4 s for the full catalog), keyed by the code."""
+    import matcher.catalog as catalog_module
+    from matcher.catalog.load import PatternFactsCache
+
+    monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(catalog_module, "_CACHE_MIN_RECORDS", 1)
+    curated = REPO / "patterns" / "sglang" / "curated"
+    first = load_catalog(builtin=False, user_paths=[curated])
+    facts = PatternFactsCache.default().load()
+    assert facts == {r.message_pattern: r.literal_length for r in first.records}
+    assert load_catalog(builtin=False, user_paths=[curated]).records == first.records
+    PatternFactsCache.default().path.write_text("{not json")
+    assert PatternFactsCache.default().load() == {}
+    assert load_catalog(builtin=False, user_paths=[curated]).records == first.records
+    # What is remembered is used: a (planted) wrong length shows the check was skipped.
+    seed = first.by_id("4e2cdd4d6209ebbd")
+    (rec,) = load_paths([SEED_FILE], "curated", known={seed.message_pattern: 9}).records
+    assert rec.literal_length == 9
