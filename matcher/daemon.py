@@ -173,6 +173,7 @@ class Daemon:
         signal.signal(signal.SIGHUP, self.request_reload)
 
     def run(self) -> int:
+        self._discover()  # files present now are "present at start"; "started" says it's done
         self.log.info("started", paths=list(self.config.paths), state_dir=str(self.config.state_dir),
                       catalog_version=self.catalog.version, patterns=len(self.catalog.records),
                       prefilter=self.pipeline.engine.prefilter)
