@@ -41,7 +41,8 @@ def test_delete_and_recreate(tmp_path):
     log = tmp_path / "server.log"
     log.touch()
     with DaemonProcess(tmp_path, [str(log)]) as d:
-        writer(log, 2000, rotate_every=250, rotate="recreate", interval=0.0002)
+        # Only the live name is watched: each file must live there long enough to be seen (0.25 s).
+        writer(log, 2000, rotate_every=250, rotate="recreate", interval=0.001)
         d.wait_seqs(set(range(2000)))
         assert d.stop() == 0
     exactly_once(d.seqs(), 2000)
@@ -225,7 +226,7 @@ def test_real_logrotate_while_writing(tmp_path, mode, glob):
     conf.write_text(f"{log} {{\n  rotate 100\n  {mode}\n  missingok\n  nocompress\n}}\n")
     state = tmp_path / "logrotate.state"
     with DaemonProcess(tmp_path, [str(tmp_path / glob)]) as d:
-        w = writer(log, 3000, interval=0.001, wait=False)
+        w = writer(log, 3000, interval=0.002, wait=False)
         rotations = 0
         while w.poll() is None:
             wait_for(lambda: False, 0.3)
