@@ -65,7 +65,7 @@ def test_copytruncate(tmp_path, glob):
     log = tmp_path / "server.log"
     log.touch()
     with DaemonProcess(tmp_path, [str(tmp_path / glob)]) as d:
-        writer(log, 2000, rotate_every=250, rotate="copytruncate", interval=0.0002)
+        writer(log, 2000, rotate_every=250, rotate="copytruncate", interval=0.001)
         wait_for(lambda: len(d.seqs()) >= (2000 if glob.endswith("*") else 1900), 30)
         assert d.stop() == 0
     seqs = d.seqs()
