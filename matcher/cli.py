@@ -7,6 +7,7 @@ catalog examples failing; 2 — usage error, unreadable input, or an invalid cat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -215,7 +216,7 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
             raise UsageError(f"cannot read {name}: {e.strerror}") from e
         source = "<stdin>" if name == "-" else name
         offset = 0
-        with stream if name != "-" else _nullcontext(stream):
+        with stream if name != "-" else contextlib.nullcontext(stream):
             try:
                 while data := stream.read(READ_SIZE):
                     offset += len(data)
@@ -240,17 +241,6 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
 def _event_order(inputs: Sequence[str]) -> Any:
     order = {("<stdin>" if n == "-" else n): i for i, n in enumerate(inputs)}
     return lambda e: (order.get(e.source, 0), e.offset)
-
-
-class _nullcontext:
-    def __init__(self, obj: Any) -> None:
-        self.obj = obj
-
-    def __enter__(self) -> Any:
-        return self.obj
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:
