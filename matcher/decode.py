@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from matcher.types import Chunk, Line, Stream
@@ -70,6 +71,7 @@ class LineSplitter:
         self._line_len = 0  # bytes of the line being read, kept or not
         self._overflow = False  # the line being read is longer than the cap: rest dropped
         self._lineno = 0
+        self.skipped = 0  # lines `feed_sparse` passed over
 
     @property
     def pending_bytes(self) -> int:
@@ -106,6 +108,61 @@ class LineSplitter:
             self._line_len = 0
             self._pending_offset = end
             pos = nl + 1
+
+    def feed_sparse(self, chunk: Chunk, hits: Callable[[bytes], list[int]],
+                    idle: Callable[[], bool]) -> Iterator[Line]:
+        """Like `feed`, but skips the lines nobody needs: while `idle()` holds, only lines where
+        `hits` found something (and the line before each) are yielded; the others are counted
+        in `skipped` and their bytes passed over. Offsets and line numbers stay as `feed` gives.
+
+        `idle` is asked again after each yielded line has been consumed (a traceback it opened
+        makes every following line needed until it closes), so this is a generator to be
+        consumed in step with the framer.
+        """
+        data = chunk.data
+        start = chunk.end_offset - len(data)
+        first = data.find(b"\n")
+        last = data.rfind(b"\n")
+        if first < 0 or last - first > self.max_line_bytes:
+            yield from self.feed(chunk)  # no whole line inside, or one that may need the cap
+            return
+        yield from self.feed(Chunk(data[:first + 1], chunk.source, start + first + 1))
+        body = data[first + 1:last + 1]
+        base = start + first + 1
+        # The body's last line is always read: the first line of the next chunk may be an
+        # unprefixed traceback whose rank the framer takes from the line before it.
+        found = [*hits(body), len(body)] if body else []
+        pos, i, n = 0, 0, len(body)
+        while pos < n:
+            if idle():
+                while i < len(found) and found[i] <= pos:
+                    i += 1
+                if i == len(found):
+                    self._skip(body, pos, n, base)
+                    break
+                # The line holding the hit (which ends at found[i]), and the one before it.
+                target = body.rfind(b"\n", pos, found[i] - 1) + 1
+                if target <= pos:
+                    target = pos
+                before = body.rfind(b"\n", pos, target - 1) + 1 if target > pos else pos
+                if before < pos:
+                    before = pos
+                self._skip(body, pos, before, base)
+                pos = before
+            end = body.find(b"\n", pos)
+            line = self._line(body[pos:end], base + pos, base + end + 1)
+            pos = end + 1
+            self._pending_offset = base + pos
+            yield line
+        if last + 1 < len(data):
+            self.feed(Chunk(data[last + 1:], chunk.source, chunk.end_offset))
+
+    def _skip(self, body: bytes, start: int, end: int, base: int) -> None:
+        if end > start:
+            n = body.count(b"\n", start, end)
+            self._lineno += n
+            self.skipped += n
+            self._pending_offset = base + end
 
     def _take(self, piece: bytes) -> None:
         """Keep at most `max_line_bytes` of the line being read; count the rest as dropped."""

@@ -35,8 +35,10 @@ from typing import Any
 import regex
 
 from matcher.catalog.load import code_fingerprint, default_cache_dir
-from matcher.catalog.patterns import analyze, positional_capture_names
+from matcher.catalog.patterns import analyze, literal_cover, positional_capture_names
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord
+from matcher.framing import RECORD_START_SIGNS
+from matcher.prefilter import ChunkPrefilter
 from matcher.types import Match, Record
 
 try:  # optional: wheels for x86-64, aarch64 and macOS
@@ -46,7 +48,7 @@ except ImportError:  # pragma: no cover - exercised on platforms without wheels
 
 DEFAULT_TIMEOUT = 0.05
 _MIN_PREFILTER_LITERAL = 3
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 # Below this many patterns compiling is faster than a cache is worth (the curated catalog: 0.3 s).
 CACHE_MIN_PATTERNS = 1000
 AUTO_CACHE = object()  # Engine(cache=...) default: the user's cache dir for large catalogs
@@ -130,6 +132,8 @@ class Engine:
         self._timeouts_by_id: dict[str, int] = {}
         self._always: tuple[int, ...] = ()
         self._hs_db: Any = None
+        # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
+        self.chunk_prefilter: ChunkPrefilter | None = None
         use_hs = use_hyperscan and _hs is not None and bool(records)
         if cache is AUTO_CACHE:
             cache = EngineCache.default() if len(records) >= CACHE_MIN_PATTERNS else None
@@ -137,7 +141,8 @@ class Engine:
         key = compile_key(records, use_hs) if cache is not None else ""
         loaded = cache.load(key, records) if cache is not None else None
         if loaded is not None:
-            self.patterns, literal_always, self._always, self._hs_db = loaded
+            (self.patterns, literal_always, self._always, self._hs_db,
+             self.chunk_prefilter) = loaded
             self._literal_always = frozenset(literal_always)
             self.stats.cache = "hit"
             return
@@ -149,9 +154,10 @@ class Engine:
         )
         if use_hs and self.patterns:
             self._hs_db, self._always = _build_hyperscan(self.patterns)
+            self.chunk_prefilter = _build_chunk_prefilter(self.patterns)
         if cache is not None:
             stored = cache.store(key, self.patterns, self._literal_always, self._always,
-                                 self._hs_db)
+                                 self._hs_db, self.chunk_prefilter)
             self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
                 else "unwritable"
 
@@ -233,6 +239,15 @@ def _compile(record: CatalogRecord) -> CompiledPattern:
     return CompiledPattern(record, compiled, positional_capture_names(compiled), literal)
 
 
+def _build_chunk_prefilter(patterns: Sequence[CompiledPattern]) -> ChunkPrefilter | None:
+    covers = []
+    for p in patterns:
+        cover = literal_cover(p.record.message_pattern)
+        caseless = bool(p.compiled.flags & regex.IGNORECASE) or "(?i" in p.record.message_pattern
+        covers.append(None if cover is None else (cover, caseless))
+    return ChunkPrefilter.build(covers, RECORD_START_SIGNS)
+
+
 _HS_FLAGS = 0
 if _hs is not None:
     _HS_FLAGS = (
@@ -284,7 +299,8 @@ def compile_key(records: Sequence[CatalogRecord], use_hyperscan: bool) -> str:
     """A hash of everything the compiled form depends on, in the records' order."""
     h = hashlib.sha256()
     version = getattr(_hs, "__version__", "") if _hs is not None else ""
-    code = code_fingerprint(__name__, "matcher.catalog.patterns")
+    code = code_fingerprint(__name__, "matcher.catalog.patterns", "matcher.prefilter",
+                            "matcher.framing")
     h.update(json.dumps([CACHE_FORMAT, code, use_hyperscan, version, _HS_FLAGS]).encode())
     for r in records:
         h.update(json.dumps([r.id, r.message_pattern, r.error_class, r.layer]).encode())
@@ -309,7 +325,8 @@ class EngineCache:
 
     def load(
         self, key: str, records: Sequence[CatalogRecord]
-    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object] | None:
+    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object,
+               ChunkPrefilter | None] | None:
         """The cached compiled form, or None when absent, unreadable, corrupt or not this key's."""
         self.last_corrupt = False
         try:
@@ -324,7 +341,8 @@ class EngineCache:
 
     def _decode(
         self, data: bytes, key: str, records: Sequence[CatalogRecord]
-    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object]:
+    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object,
+               ChunkPrefilter | None]:
         if not data.startswith(_MAGIC):
             raise ValueError("not an engine cache file")
         (head_len,) = struct.unpack_from("<Q", data, len(_MAGIC))
@@ -340,16 +358,23 @@ class EngineCache:
             for r, literal, names in zip(records, head["literal"], head["names"], strict=True)
         )
         db = None
+        chunk = None
+        split = head["chunk_at"]
         if head["hyperscan"]:
             if _hs is None:
                 raise ValueError("hyperscan is not available")
-            db = _hs.loadb(blob, _hs.HS_MODE_BLOCK)
+            db = _hs.loadb(blob[:split], _hs.HS_MODE_BLOCK)
             db.scratch = _hs.Scratch(db)  # a loaded database comes without one
-        return patterns, list(head["literal_always"]), tuple(head["always"]), db
+        if split < len(blob):
+            chunk = ChunkPrefilter.loadb(blob[split:])
+        return patterns, list(head["literal_always"]), tuple(head["always"]), db, chunk
 
     def store(self, key: str, patterns: Sequence[CompiledPattern], literal_always: Iterable[int],
-              always: Sequence[int], hs_db: object) -> bool:
+              always: Sequence[int], hs_db: object, chunk: ChunkPrefilter | None = None) -> bool:
         blob = _hs.dumpb(hs_db) if hs_db is not None and _hs is not None else b""
+        chunk_at = len(blob)
+        if chunk is not None:
+            blob += chunk.dumpb()
         head = json.dumps({
             "format": CACHE_FORMAT,
             "key": key,
@@ -359,6 +384,7 @@ class EngineCache:
             "literal_always": sorted(literal_always),
             "always": list(always),
             "hyperscan": hs_db is not None,
+            "chunk_at": chunk_at,
             "blob_sha256": hashlib.sha256(blob).hexdigest(),
         }, separators=(",", ":")).encode()
         try:

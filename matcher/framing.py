@@ -51,6 +51,20 @@ _OTHER_LOG_FORMAT = re.compile(
 _PY_WARNING = re.compile(r"^\S+\.py:\d+: \w+: ")
 _MAX_BLANK_RUN = 2
 
+# What a line holds whenever the framer, with no record open, makes more of it than a plain line:
+# a traceback or exception group starts, an exception line (after sglang's prefix, if any), or
+# escape sequences to strip (real or written out). Hyperscan syntax over raw bytes, `^` and `$`
+# at line ends; each is a superset of what `feed` tests, so a line without any is a plain line.
+RECORD_START_SIGNS: tuple[bytes, ...] = (
+    rb"Traceback \(most recent call last\):",
+    rb"^(?:\[[^\]\n]*\] ?)?[A-Za-z_][A-Za-z0-9_.]*"
+    rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)",
+    rb"\x1b",
+    rb"\\u001b",
+    rb"\\x1b",
+    rb"\\033",
+)
+
 DEFAULT_MAX_TRACEBACK_LINES = 2000
 DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024
 DEFAULT_MAX_EXCEPTIONS = 32
@@ -159,6 +173,10 @@ class Framer:
     @property
     def open_tracebacks(self) -> int:
         return len(self._open)
+
+    def idle(self) -> bool:
+        """No record is open: the next line means nothing unless it starts one (or matches)."""
+        return not self._open
 
     def open_offsets(self) -> list[int]:
         """Where each record still being assembled starts: its lines are not handed on yet."""

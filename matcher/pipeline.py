@@ -19,7 +19,7 @@ never move it forward.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from matcher.aggregate import DEFAULT_WINDOW, Aggregator
@@ -82,9 +82,29 @@ class Pipeline:
         decoder = self._decoder(source)
         splitter = self._splitter(source, decoder)
         self.stats.bytes += len(chunk.data)
+        prefilter = self.engine.chunk_prefilter
+        if prefilter is not None and decoder.detected == "plain":
+            return self._feed_sparse(chunk, splitter, prefilter.hits, now)
         lines = self._decode(source, decoder, splitter.feed(chunk))
         self._positions[source] = splitter.position
         return self._frame(source, lines, now)
+
+    def _feed_sparse(self, chunk: Chunk, splitter: LineSplitter,
+                     hits: Callable[[bytes], list[int]], now: float) -> list[Event]:
+        """Plain text: only the lines the chunk prefilter points at are framed and matched
+        while no record is open (`matcher.prefilter` says why that loses nothing)."""
+        source = chunk.source
+        framer = self._framer(source)
+        skipped = splitter.skipped
+        taken: list[Line] = []
+        records: list[Record] = []
+        for line in splitter.feed_sparse(chunk, hits, framer.idle):
+            taken.append(line)
+            records.extend(framer.feed(line, now))
+        self._count(source, taken)
+        self._count_skipped(source, splitter.skipped - skipped)
+        self._positions[source] = splitter.position
+        return self._records(records, now)
 
     def feed_lines(self, source: str, lines: Iterable[Line], now: float = 0.0) -> list[Event]:
         """Lines already decoded by their source (the journal): they enter at the framer."""
@@ -213,6 +233,11 @@ class Pipeline:
         self.stats.lines += len(lines)
         self.stats.by_source_lines[source] = self.stats.by_source_lines.get(source, 0) + len(lines)
         self.stats.lines_truncated += sum(1 for line in lines if line.truncated)
+
+    def _count_skipped(self, source: str, n: int) -> None:
+        if n:
+            self.stats.lines += n
+            self.stats.by_source_lines[source] = self.stats.by_source_lines.get(source, 0) + n
 
     def _decoder(self, source: str) -> LineDecoder:
         d = self._decoders.get(source)

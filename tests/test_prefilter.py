@@ -1,0 +1,165 @@
+"""The chunk prefilter skips lines only where reading them would have changed nothing.
+
+The pipeline with the prefilter and the same pipeline reading every line are fed the same real
+sglang logs — alone, and spliced at random places into a stream of ordinary traffic — in chunks
+of many sizes, and must give the same events, line counts, line numbers and checkpoints. The
+covers themselves are checked record by record: every example line of the curated catalog and
+the message of every generated record make the prefilter point at their line.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+
+import pytest
+
+from matcher.catalog import load_catalog
+from matcher.catalog.patterns import literal_cover
+from matcher.engine import Engine
+from matcher.pipeline import Pipeline
+from matcher.prefilter import ChunkPrefilter
+from matcher.types import Chunk
+
+REPO = Path(__file__).resolve().parents[1]
+REAL_LOGS = sorted(
+    [*REPO.glob("examples/logs/*.log"), *REPO.glob("tests/fixtures/sglang/*/*.log")]
+)
+TRAFFIC = [
+    "[2026-01-01 12:00:{s:02d} TP{r}] Decode batch. #running-req: {n}, #token: 5120, "
+    "token usage: 0.04, cuda graph: True, gen throughput (token/s): 1234.56, #queue-req: 0, ",
+    "[2026-01-01 12:00:{s:02d} TP{r}] Prefill batch. #new-seq: 1, #new-token: {n}, "
+    "#cached-token: 0, token usage: 0.01, #running-req: 3, #queue-req: 0, ",
+    '[2026-01-01 12:00:{s:02d}] INFO:     127.0.0.1:{n} - "POST /generate HTTP/1.1" 200 OK',
+    "[2026-01-01 12:00:{s:02d}] Receive: obj=GenerateReqInput(text='Hi {n} — こんにちは', "
+    "rid='{n:x}')",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[Engine, Engine]:
+    catalog = load_catalog()
+    sparse = Engine(catalog.records)
+    assert sparse.chunk_prefilter is not None
+    dense = copy.copy(sparse)
+    dense.chunk_prefilter = None
+    return sparse, dense
+
+
+def run(engine: Engine, data: bytes, chunk: int) -> tuple[list, int, int | None, int, int]:
+    pipeline = Pipeline(engine, input_format="plain")
+    events = []
+    for start in range(0, len(data), chunk):
+        piece = data[start:start + chunk]
+        events += pipeline.feed(Chunk(piece, "s", start + len(piece)))
+    checkpoint = pipeline.checkpoint_offset("s")
+    splitter = pipeline._splitters["s"]
+    events += pipeline.finish()
+    return events, pipeline.stats.lines, checkpoint, splitter._lineno, splitter.skipped
+
+
+def traffic(rng: random.Random, n: int) -> list[str]:
+    return [rng.choice(TRAFFIC).format(s=i % 60, r=rng.randrange(8), n=rng.randrange(1 << 16))
+            for i in range(n)]
+
+
+def spliced(seed: int) -> bytes:
+    """Ordinary traffic with every real log dropped in whole at a random place."""
+    rng = random.Random(seed)
+    lines = traffic(rng, 3000)
+    for log in REAL_LOGS:
+        at = rng.randrange(len(lines) + 1)
+        lines[at:at] = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("log", REAL_LOGS, ids=lambda p: p.name)
+def test_each_real_log_gives_the_same_events_with_and_without_skipping(engines, log):
+    sparse, dense = engines
+    data = log.read_bytes()
+    expected = run(dense, data, 1 << 20)
+    assert expected[0], "every real log here holds at least one event"
+    for chunk in (1 << 20, 4096, 211):
+        got = run(sparse, data, chunk)
+        assert got[:4] == expected[:4], (log.name, chunk)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_real_logs_amid_traffic_give_the_same_events_and_most_lines_are_skipped(engines, seed):
+    sparse, dense = engines
+    data = spliced(seed)
+    events, lines, checkpoint, lineno, skipped = run(dense, data, 1 << 20)
+    assert skipped == 0
+    for chunk in (1 << 20, 65536, 1999):
+        got = run(sparse, data, chunk)
+        assert got[:4] == (events, lines, checkpoint, lineno), chunk
+        if chunk == 1 << 20:
+            assert got[4] > 3000 * 0.9, "traffic lines are passed over, not framed"
+
+
+def test_an_unprefixed_traceback_at_a_chunk_start_keeps_the_rank_of_the_line_before(engines):
+    """`logger.exception`: the rank is on the line before the traceback, in the chunk before."""
+    sparse, dense = engines
+    head = "\n".join(traffic(random.Random(3), 500)) + "\n"
+    message = "[2026-01-01 12:01:00 TP3] Scheduler hit an exception:\n"
+    tb = ('Traceback (most recent call last):\n  File "/x.py", line 1, in f\n'
+          "ValueError: Cannot find model module. 'X' is not a registered model in the "
+          "Transformers library (only relevant if the model is meant to be in Transformers) "
+          "and 'AutoModel' is not present in the model config's 'auto_map' (relevant if the "
+          "model is custom).\n")
+    data = (head + message + tb).encode()
+    cut = len((head + message).encode())
+    for engine in (sparse, dense):
+        pipeline = Pipeline(engine, input_format="plain")
+        events = pipeline.feed(Chunk(data[:cut], "s", cut))
+        events += pipeline.feed(Chunk(data[cut:], "s", len(data)))
+        events += pipeline.finish()
+        assert [e.ranks for e in events if e.error_class == "ValueError"] == [("TP3",)], \
+            engine is sparse
+
+
+def interleave(pieces: list[str], seed: int) -> bytes:
+    """Each piece after a few traffic lines, a minute apart so no two share a window."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for i, piece in enumerate(pieces):
+        out += traffic(rng, rng.randrange(3))
+        stamp = f"2026-01-{1 + i // 1440 % 28:02d} {i // 60 % 24:02d}:{i % 60:02d}:00"
+        out.append(piece.replace("{ts}", stamp))
+    return ("\n".join(out) + "\n").encode()
+
+
+def test_every_curated_example_is_found_the_same_with_skipping(engines):
+    sparse, dense = engines
+    examples = [ex for r in load_catalog().records for ex in r.examples_match]
+    assert len(examples) > 150
+    data = interleave(examples, 4)
+    expected = run(dense, data, 1 << 20)
+    assert len(expected[0]) > 120
+    assert run(sparse, data, 1 << 20)[:4] == expected[:4]
+
+
+def test_every_generated_message_is_found_the_same_with_skipping(engines):
+    """A generated record's template with its holes filled, logged on a prefixed line."""
+    import regex
+
+    sparse, dense = engines
+    hole = regex.compile(r"\{[^{}]*\}|%[sdr]")
+    messages = [
+        "[{ts} TP0] " + hole.sub("x", r.error_message)
+        for r in load_catalog().records
+        if r.layer == "generated" and r.error_message and "\n" not in r.error_message
+    ]
+    data = interleave(messages, 5)
+    expected = run(dense, data, 1 << 20)
+    assert len([e for e in expected[0] if e.pattern_id]) > 5000
+    assert run(sparse, data, 1 << 20)[:4] == expected[:4]
+
+
+def test_a_catalog_with_a_pattern_no_literal_covers_gets_no_prefilter():
+    assert literal_cover(r"ab|cd") is None
+    assert literal_cover(r"(?:Missing port|Empty host in)") == ("Missing port", "Empty host in")
+    assert ChunkPrefilter.build([None], ()) is None
+    assert ChunkPrefilter.build([(("Missing port",), False)], ()) is not None
