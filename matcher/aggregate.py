@@ -7,6 +7,13 @@ from a child process`) that follows a root cause within the window is attached t
 `consequences` instead of standing as a failure of its own. Exceptions no pattern knows become
 `sglang_unknown_error` events with a fingerprint of their message shape.
 
+With `early` (the daemon), a group does not wait for its whole window when nothing more can
+join it: a failure without ranks is emitted at once, and one with ranks as soon as every rank
+the source has shown (`expected`) has reported it. A rank or a consequence that comes later
+within the window is folded into the group already emitted — not counted, not printed again —
+so an event may list fewer ranks than printed the error when some rank had not yet shown
+itself in the log; the count of failures stays right. `scan` waits, and lists every rank.
+
 Repeats (a crash loop) are rate-limited when `repeat_interval` is set: at most one printed event
 per error per interval; the others come out `quiet` — counted by the metrics sink, not printed —
 and the next printed one carries `suppressed: N`.
@@ -20,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -74,6 +82,15 @@ def traceback_text(record: Record) -> str | None:
 
 
 @dataclass(slots=True)
+class _Closed:
+    """A group emitted before its window ended: later ranks and consequences fold into it."""
+
+    ranks: set[str]
+    log_t: float | None
+    now_t: float
+
+
+@dataclass(slots=True)
 class _Group:
     key: tuple[object, ...]
     record: Record
@@ -102,8 +119,12 @@ class Aggregator:
         catalog_version: str = "",
         labels: dict[str, str] | None = None,
         repeat_interval: float = 0.0,
+        early: bool = False,
     ) -> None:
         self.window = window
+        self.early = early
+        self._closed: dict[tuple[object, ...], _Closed] = {}
+        self._closed_cause: _Closed | None = None
         self.repeat_interval = repeat_interval
         self._last_printed: dict[str, float] = {}
         self._suppressed: dict[str, int] = {}
@@ -112,8 +133,12 @@ class Aggregator:
         self._open: dict[tuple[object, ...], _Group] = {}
         self._last_cause: _Group | None = None
 
-    def add(self, record: Record, match: Match | None, now: float = 0.0) -> list[Event]:
-        """Take one framed record and its match (or None); return events that are complete."""
+    def add(self, record: Record, match: Match | None, now: float = 0.0,
+            expected: Collection[str] = ()) -> list[Event]:
+        """Take one framed record and its match (or None); return events that are complete.
+
+        `expected`: the ranks the record's source has shown so far (used when `early`).
+        """
         t = log_time(record.log_ts)
         out = self._expire(t, now)
         if match is None and not record.exceptions:
@@ -126,9 +151,17 @@ class Aggregator:
                     cause.consequences.append(text)
                 cause.hold(record)
                 return out
+            closed_cause = self._closed_cause
+            if closed_cause is not None and self._within(closed_cause, t, now):
+                return out
         key = self._key(record, match)
         group = self._open.get(key)
         rank = record.rank_key
+        closed = self._closed.get(key)
+        if group is None and closed is not None and rank and rank not in closed.ranks \
+                and self._within(closed, t, now):
+            closed.ranks.add(rank)
+            return out
         if group is not None and (not rank or rank in group.ranks):
             out.append(self._close(group))
             group = None
@@ -143,6 +176,8 @@ class Aggregator:
         group.hold(record)
         if match is None or match.pattern.role != "consequence":
             self._last_cause = group
+        if self.early and (not rank or set(expected) <= set(group.ranks)):
+            out.append(self._close_early(group))
         return out
 
     def tick(self, now: float) -> list[Event]:
@@ -157,12 +192,26 @@ class Aggregator:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _within(self, group: _Group, t: float | None, now: float) -> bool:
+    def _close_early(self, group: _Group) -> Event:
+        was_cause = self._last_cause is group
+        closed = _Closed(set(group.ranks), group.log_t, group.now_t)
+        if len(self._closed) >= 10_000:  # bounded; entries leave with their window anyway
+            self._closed.clear()
+        self._closed[group.key] = closed
+        if was_cause:
+            self._closed_cause = closed
+        return self._close(group)
+
+    def _within(self, group: _Group | _Closed, t: float | None, now: float) -> bool:
         if t is not None and group.log_t is not None:
             return t - group.log_t <= self.window
         return now - group.now_t <= self.window
 
     def _expire(self, t: float | None, now: float) -> list[Event]:
+        if self._closed:
+            self._closed = {k: c for k, c in self._closed.items() if self._within(c, t, now)}
+            if self._closed_cause is not None and not self._within(self._closed_cause, t, now):
+                self._closed_cause = None
         done = [g for g in self._open.values() if not self._within(g, t, now)]
         return sorted((self._close(g) for g in done), key=lambda e: e.offset)
 

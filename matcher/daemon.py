@@ -157,6 +157,7 @@ class Daemon:
             flush_after=self.config.partial_line_flush,
             input_format=self.config.input_format,
             repeat_interval=self.config.repeat_interval,
+            early=self.config.early_events,
         )
 
     def request_stop(self, *_: object) -> None:

@@ -66,6 +66,7 @@ RECORD_START_SIGNS: tuple[bytes, ...] = (
 )
 
 DEFAULT_MAX_TRACEBACK_LINES = 2000
+MAX_RANKS_SEEN = 4096
 DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024
 DEFAULT_MAX_EXCEPTIONS = 32
 
@@ -169,6 +170,9 @@ class Framer:
         self._open: dict[str, _Open] = {}
         self._current = ""
         self._previous: Prefixed | None = None  # the line just before, if it had a prefix
+        # Ranks whose prefixed lines this source has shown (bounded): the aggregator closes a
+        # failure's group as soon as each of them has reported it.
+        self.ranks_seen: set[str] = set()
 
     @property
     def open_tracebacks(self) -> int:
@@ -187,6 +191,8 @@ class Framer:
         text = strip_ansi(line.text)
         p = split_prefix(text)
         if p.has_prefix:
+            if p.ranks and len(self.ranks_seen) < MAX_RANKS_SEEN:
+                self.ranks_seen.add(" ".join(p.ranks))
             key = "[" + " ".join(p.ranks) + "]"
             self._close(key, out)
             # Another rank's block interrupts a traceback only once it has its exception line.

@@ -59,13 +59,14 @@ class Pipeline:
         flush_after: float = 5.0,
         input_format: str = "auto",
         repeat_interval: float = 0.0,
+        early: bool = False,
     ) -> None:
         if input_format not in INPUT_FORMATS:
             raise ValueError(f"input format {input_format!r} is not one of "
                              f"{', '.join(INPUT_FORMATS)}")
         self.engine = engine
         self.aggregator = Aggregator(window=window, catalog_version=catalog_version, labels=labels,
-                                     repeat_interval=repeat_interval)
+                                     repeat_interval=repeat_interval, early=early)
         self.max_line_bytes = max_line_bytes
         self.flush_after = flush_after
         self.input_format = input_format
@@ -135,9 +136,10 @@ class Pipeline:
         events = self.flush_partial(source, now)
         self._splitters.pop(source, None)
         self._decoders.pop(source, None)
-        framer = self._framers.pop(source, None)
+        framer = self._framers.get(source)
         if framer is not None:
             events += self._records(framer.finish(), now)
+            del self._framers[source]
         return events
 
     def tick(self, now: float) -> list[Event]:
@@ -226,7 +228,9 @@ class Pipeline:
         events: list[Event] = []
         self.stats.records += len(records)
         for record in records:
-            events.extend(self.aggregator.add(record, self.engine.match(record), now))
+            framer = self._framers.get(record.source)
+            expected = framer.ranks_seen if framer is not None else ()
+            events.extend(self.aggregator.add(record, self.engine.match(record), now, expected))
         return events
 
     def _count(self, source: str, lines: list[Line]) -> None:

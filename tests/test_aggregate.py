@@ -131,3 +131,49 @@ def test_without_a_repeat_interval_every_event_is_printed():
             events += agg.add(r, engine.match(r))
     events += agg.finish()
     assert [e.quiet for e in events] == [False, False, False]
+
+
+# -- early events (the daemon): emitted once nothing more can join ------------------------------
+
+NCCL_LINE = ("[2026-01-01 12:00:{s:02d} TP{r}] RuntimeError: NCCL error in: x.cpp:1, "
+             "unhandled system error\n")
+
+
+def early_steps(lines, engine, expected):
+    """Feed records one at a time; the events each `add` returned, in order."""
+    agg = Aggregator(window=5.0, early=True)
+    steps = []
+    for r in frame_text("".join(lines)):
+        steps.append([(e.pattern_id, e.ranks) for e in agg.add(r, engine.match(r), 0.0, expected)])
+    steps.append([(e.pattern_id, e.ranks) for e in agg.finish()])
+    return steps
+
+
+def test_early_event_leaves_once_every_rank_the_source_showed_has_reported():
+    ranks = [f"TP{i}" for i in range(4)]
+    steps = early_steps([NCCL_LINE.format(s=0, r=i) for i in range(4)], engine_with(NCCL), ranks)
+    assert steps == [[], [], [], [("nccl-test", tuple(ranks))], []]
+
+
+def test_early_event_without_ranks_leaves_at_once_and_its_sigquit_folds_into_it():
+    lines = ["RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n",
+             "[2026-01-01 12:00:00] Received sigquit from a child process. It usually means the "
+             "child failed.\n"]
+    steps = early_steps(lines, engine_with(NCCL, SIGQUIT), [])
+    assert steps == [[("nccl-test", ())], [], []]
+
+
+def test_early_late_rank_folds_into_the_emitted_event_until_its_window_ends():
+    """TP0 was the only rank shown when it reported: emitted; TP1 within 5 s adds nothing; TP1
+    again after the window is a failure of its own."""
+    lines = [NCCL_LINE.format(s=0, r=0), NCCL_LINE.format(s=2, r=1), NCCL_LINE.format(s=9, r=1)]
+    steps = early_steps(lines, engine_with(NCCL), ["TP0"])
+    assert steps == [[("nccl-test", ("TP0",))], [], [], [("nccl-test", ("TP1",))]]
+
+
+def test_without_early_the_group_waits_for_its_window():
+    lines = [NCCL_LINE.format(s=0, r=i) for i in range(2)]
+    agg = Aggregator(window=5.0)
+    records = frame_text("".join(lines))
+    assert [agg.add(r, engine_with(NCCL).match(r), 0.0, ["TP0", "TP1"]) for r in records] == [[], []]
+    assert [e.ranks for e in agg.finish()] == [("TP0", "TP1")]
