@@ -38,6 +38,10 @@ def _catalog_args(p: argparse.ArgumentParser) -> None:
                    help="extra catalog file or directory (repeatable); overrides built-in records")
     p.add_argument("--no-builtin", action="store_true",
                    help="do not load the built-in sglang catalog")
+    p.add_argument("--sglang-version", metavar="V",
+                   help='generated layer: "all" shipped versions (default), one version such as '
+                        '0.5.23, or "installed" (extracted from the sglang in this environment, '
+                        'cached), or "none"')
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="extra catalog file or directory (repeatable)")
     watch.add_argument("--no-builtin", action="store_true", default=None,
                        help="do not load the built-in sglang catalog")
+    watch.add_argument("--sglang-version", metavar="V",
+                       help='generated layer: "all" (default), a version, "installed" or "none"')
     watch.add_argument("--format", dest="input_format", choices=("auto", "plain", "cri", "docker"),
                        help="input format of the logs (default auto, decided per file)")
     watch.add_argument("--log-format", choices=("json", "console"), help="event output format")
@@ -121,6 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--curated", type=Path, metavar="DIR",
                          help="leave out generated records that would take the example lines "
                               "of a record here (the built-in catalog's sglang/curated)")
+    export = csub.add_parser(
+        "export", help="the catalog's patterns for grep -E -f (POSIX ERE) or as an mtail program")
+    export.add_argument("--dialect", choices=("grep", "mtail"), required=True)
+    export.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                        help="catalog files or directories (default: the built-in catalog)")
+    export.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="write here (default: stdout); what cannot be translated goes to "
+                             "stderr either way")
     return parser
 
 
@@ -142,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_stats(args.paths, sys.stdout)
         if args.command == "catalog" and args.catalog_command == "extract":
             return cmd_extract(args, sys.stdout)
+        if args.command == "catalog" and args.catalog_command == "export":
+            return cmd_export(args.dialect, args.paths, args.output, sys.stdout)
     except UsageError as e:
         print(f"sglang-matcher: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -166,6 +182,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         "metrics_addr": args.metrics_addr,
         "catalogs": args.catalog,
         "builtin_catalog": False if args.no_builtin else None,
+        "sglang_version": args.sglang_version,
         "input_format": args.input_format,
         "log_format": args.log_format,
         "poll_only": args.poll_only,
@@ -195,7 +212,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Catalog:
-    catalog = load_catalog(builtin=not args.no_builtin, user_paths=args.catalog)
+    version = args.sglang_version or "all"
+    catalog = load_catalog(builtin=not args.no_builtin, user_paths=args.catalog,
+                           generated=version != "none", sglang_version=version)
     if catalog.issues:
         raise CatalogError(list(catalog.issues))
     if not catalog.records:
@@ -314,6 +333,28 @@ def cmd_stats(paths: Sequence[Path], out: TextIO) -> int:
               f"{len(catalog.issues)} problems\n")
     out.write(render(summarize(catalog.records)))
     return EXIT_USAGE if catalog.issues else EXIT_OK
+
+
+def cmd_export(dialect: str, paths: Sequence[Path], output: Path | None, out: TextIO) -> int:
+    """Patterns for grep or mtail; the untranslatable ones are listed on stderr, not dropped."""
+    from matcher.catalog.export import export, render
+
+    catalog = _catalog_for(paths)
+    if catalog.issues:
+        raise CatalogError(list(catalog.issues))
+    result = export(catalog.records, dialect)  # type: ignore[arg-type]
+    text = render(result, catalog_version=catalog.version)
+    if output is None:
+        out.write(text)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"cannot write {output}: {e.strerror}") from e
+    for record, why in result.skipped:
+        print(f"sglang-matcher: not translated: {record.where}: {why}", file=sys.stderr)
+    sys.stderr.write(result.summary())
+    return EXIT_OK
 
 
 def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:

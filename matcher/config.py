@@ -40,6 +40,8 @@ class Config:
     metrics_addr: str | None = None
     catalogs: tuple[Path, ...] = ()
     builtin_catalog: bool = True
+    # The generated layer: "all" shipped versions, one version ("0.5.23"), "installed" or "none".
+    sglang_version: str = "all"
     input_format: str = "auto"
     log_format: str = "json"
     from_beginning: bool = False

@@ -50,7 +50,9 @@ CHECKPOINT_RETENTION = 7 * 24 * 3600.0
 
 
 def load_checked_catalog(config: Config) -> Catalog:
-    catalog = load_catalog(builtin=config.builtin_catalog, user_paths=list(config.catalogs))
+    catalog = load_catalog(builtin=config.builtin_catalog, user_paths=list(config.catalogs),
+                           generated=config.sglang_version != "none",
+                           sglang_version=config.sglang_version)
     if catalog.issues:
         raise CatalogError(list(catalog.issues))
     return catalog

@@ -22,6 +22,7 @@ from matcher.catalog.load import (
     PatternFactsCache,
     load_paths,
 )
+from matcher.catalog import versions
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord, Layer
 
 __all__ = [
@@ -92,13 +93,26 @@ def load_catalog(
     generated: bool = True,
     user_paths: Sequence[Path] = (),
     builtin_dir: Path | None = None,
+    sglang_version: str = versions.ALL,
 ) -> Catalog:
-    """Load the built-in layers and the user's paths; issues are returned, not raised."""
+    """Load the built-in layers and the user's paths; issues are returned, not raised.
+
+    `sglang_version` picks the generated layer: "all" shipped versions merged, one version,
+    or "installed" (extracted from the sglang in this environment, cached); see `versions`.
+    """
     results: list[LoadResult] = []
     base = builtin_dir or builtin_patterns_dir()
     layers: list[tuple[Layer, list[Path]]] = []
-    if builtin and generated and (base / "sglang" / "generated").is_dir():
-        layers.append(("generated", [base / "sglang" / "generated"]))
+    if builtin and generated:
+        try:
+            if sglang_version == versions.INSTALLED:
+                layers.append(("generated", [versions.installed_catalog()]))
+            else:
+                found = versions.generated_paths(base / "sglang" / "generated", sglang_version)
+                if found:
+                    layers.append(("generated", found))
+        except (versions.VersionError, OSError) as e:
+            results.append(LoadResult((), (CatalogIssue("sglang_version", str(e)),), ()))
     if builtin:
         layers.append(("curated", [base / "sglang" / "curated"]))
     if user_paths:
@@ -107,7 +121,11 @@ def load_catalog(
     cache = PatternFactsCache.default()
     known = cache.load()
     for layer, paths in layers:
-        results.append(load_paths(paths, layer, known=known))
+        result = load_paths(paths, layer, known=known)
+        if layer == "generated" and len(paths) > 1:  # one record per site across versions
+            result = LoadResult(tuple(versions.merge_versions(result.records)), result.issues,
+                                result.files)
+        results.append(result)
     loaded = [r for res in results for r in res.records]
     if len(loaded) >= _CACHE_MIN_RECORDS and any(
             r.message_pattern not in known for r in loaded):

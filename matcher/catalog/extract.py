@@ -776,7 +776,7 @@ def read_tree(root: Path) -> SourceFiles:
             n_excluded += 1
             continue
         files.append((rel, p.read_text(encoding="utf-8", errors="replace")))
-    return SourceFiles(tuple(files), _version_in(dict(files).get("sglang/_version.py")
+    return SourceFiles(tuple(files), version_in(dict(files).get("sglang/_version.py")
                                                  or dict(files).get("sglang/version.py")),
                        n_excluded)
 
@@ -797,7 +797,7 @@ def read_wheel(wheel: Path) -> SourceFiles:
                 n_excluded += 1
                 continue
             files.append((name, zf.read(name).decode("utf-8", errors="replace")))
-    return SourceFiles(tuple(files), version or _version_in(dict(files).get("sglang/_version.py")),
+    return SourceFiles(tuple(files), version or version_in(dict(files).get("sglang/_version.py")),
                        n_excluded)
 
 
@@ -816,7 +816,7 @@ def find_installed() -> tuple[Path, str | None]:
     return Path(next(iter(spec.submodule_search_locations))), version
 
 
-def _version_in(text: str | None) -> str | None:
+def version_in(text: str | None) -> str | None:
     if not text:
         return None
     m = re.search(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", text, re.MULTILINE)
