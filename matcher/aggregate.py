@@ -183,6 +183,10 @@ class Aggregator:
     def tick(self, now: float) -> list[Event]:
         return self._expire(None, now)
 
+    def holding(self) -> bool:
+        """Groups wait for their window to end."""
+        return bool(self._open)
+
     def open_offsets(self, source: str) -> list[int]:
         """Where the earliest record of `source` in each group not yet emitted starts."""
         return [g.offsets[source] for g in self._open.values() if source in g.offsets]

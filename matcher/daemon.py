@@ -209,7 +209,10 @@ class Daemon:
                 if self.read_stdin and self._stdin_done and not self.files.files:
                     break
                 if not progressed:
-                    self.wakeup.wait(min(self.config.poll_interval, 0.25))
+                    # Idle: file events wake us; short naps only while something waits on a
+                    # clock (an open traceback, a rank window, a partial line).
+                    nap = 0.25 if self.pipeline.holding() else 1.0
+                    self.wakeup.wait(min(self.config.poll_interval, nap))
         finally:
             self.shutdown()
         return 0

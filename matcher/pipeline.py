@@ -193,6 +193,15 @@ class Pipeline:
             held.extend(framer.open_offsets())
         return min(held)
 
+    def holding(self) -> bool:
+        """Something waits on the clock: an open record, an aggregation window, a partial line."""
+        return (
+            self.aggregator.holding()
+            or any(not f.idle() for f in self._framers.values())
+            or any(s.partial_offset is not None for s in self._splitters.values())
+            or any(d.pending_offset is not None for d in self._decoders.values())
+        )
+
     def detected_format(self, source: str) -> str | None:
         """The container format `source` is read as (None until its first non-empty line)."""
         decoder = self._decoders.get(source)

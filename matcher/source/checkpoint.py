@@ -56,6 +56,7 @@ class CheckpointStore:
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
         self.path = state_dir / FILE_NAME
+        self._saved: str | None = None  # what the last successful save held, times aside
 
     def load(self) -> tuple[CheckpointState, str | None]:
         """The saved state and, if the file was unusable, why (the file is moved aside)."""
@@ -91,6 +92,12 @@ class CheckpointStore:
             ],
             "journal": state.journal,
         }
+        # An idle daemon would rewrite (and fsync) the same positions every second: skip a save
+        # that changes nothing but the `updated` times.
+        same = json.dumps([[{k: v for k, v in e.items() if k != "updated"}
+                            for e in doc["files"]], doc["journal"]])
+        if same == self._saved:
+            return
         data = json.dumps(doc, indent=1).encode()
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -112,6 +119,7 @@ class CheckpointStore:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+            self._saved = same
         except OSError as e:
             raise CheckpointError(f"cannot write {self.path}: {e.strerror or e}") from e
 
