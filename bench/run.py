@@ -1,0 +1,572 @@
+"""The benchmark of issue 6: `sglang-matcher` side by side with grep and mtail, in one run.
+
+Why one script and one run: the machine is shared, so absolute figures drift; ratios measured
+minutes apart on the same file are what the targets are stated in. Every figure is the median of
+`--runs` runs after one warm-up run (page cache and the compiled-catalog cache warm), whole
+command wall time, start-up included. Peak RSS comes from `/usr/bin/time -v`.
+
+And because a fast wrong answer is worth nothing, every tool's count is checked against the
+generator's ground truth (`bench/genlog.py`): `scan` events per pattern, grep's matching lines,
+mtail's counter per pattern. A mismatch is printed loudly and marked in the table and the JSON.
+
+Then the daemon (`sglang-matcher watch`): write-to-event latency with 1,000 lines/s of traffic,
+catch-up over a large backlog (`--from-beginning`, polled through `/metrics`), and idle CPU and
+RSS with 16 files tailed, for the curated and the full catalog.
+
+    python bench/run.py --quick          # 100k lines, 3 runs: minutes
+    python bench/run.py                  # 1M lines, 5 runs, 1 GB catch-up: half an hour or more
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CURATED = ROOT / "patterns" / "sglang" / "curated"
+SCAN = [sys.executable, "-m", "matcher", "scan", "--format", "json"]
+SCAN_CURATED = [*SCAN, "--no-builtin", "--catalog", str(CURATED)]
+GREP = ["env", "LC_ALL=C", "grep", "-E", "-c", "-f"]
+MB = 1e6
+# The seed case: its capture (`arg1`) carries a per-error token in the latency test.
+LATENCY_LINE = ("ValueError: --enable-int8-mamba-checkpoint only supports the built-in mamba radix "
+                "cache; --radix-cache-backend='{token}' is not int8-aware. Omit --radix-cache-backend.")
+
+
+@dataclass
+class Timed:
+    """One command measured: medians over runs, and what it printed on its last run."""
+
+    name: str
+    runs: list[float]
+    rss_kb: list[int]
+    stdout: str = ""
+    lines: int = 0
+    bytes: int = 0
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(self.runs)
+
+    @property
+    def lines_per_s(self) -> float:
+        return self.lines / self.wall
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes / MB / self.wall
+
+    def row(self) -> dict[str, Any]:
+        return {"name": self.name, "median_s": round(self.wall, 3), "runs_s": [round(x, 3) for x in self.runs],
+                "lines_per_s": round(self.lines_per_s), "mb_per_s": round(self.mb_per_s, 2),
+                "peak_rss_mb": round(max(self.rss_kb) / 1024, 1), "lines": self.lines,
+                "bytes": self.bytes}
+
+
+@dataclass
+class Report:
+    config: dict[str, Any]
+    throughput: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    daemon: dict[str, Any] = field(default_factory=dict)
+    targets: list[dict[str, Any]] = field(default_factory=list)
+
+    def check(self, what: str, expected: Any, got: Any) -> bool:
+        ok = expected == got
+        self.checks.append({"what": what, "ok": ok, **({} if ok else {"expected": expected, "got": got})})
+        if not ok:
+            print(f"\n!!!!! COUNT MISMATCH: {what}\n!!!!!   expected {_short(expected)}\n"
+                  f"!!!!!   got      {_short(got)}\n", file=sys.stderr, flush=True)
+        return ok
+
+    def target(self, what: str, value: float, goal: str, ok: bool) -> None:
+        self.targets.append({"target": what, "measured": round(value, 3), "goal": goal, "met": ok})
+
+
+def _short(x: Any) -> str:
+    text = json.dumps(x, sort_keys=True, default=str)
+    return text if len(text) < 600 else text[:600] + "…"
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+def run_timed(name: str, cmd: Sequence[str], runs: int, *, warm: bool = True, lines: int, size: int,
+              timeout: float) -> Timed:
+    """Wall time by Python's clock around the whole command; peak RSS from /usr/bin/time -v."""
+    out = Timed(name, [], [], lines=lines, bytes=size)
+    for i in range(runs + int(warm)):
+        t0 = time.perf_counter()
+        done = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
+                              timeout=timeout, cwd=ROOT, check=False)
+        wall = time.perf_counter() - t0
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"{name}: exit {done.returncode}\n{done.stderr[-3000:]}")
+        rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])  # type: ignore[index]
+        if warm and i == 0:
+            continue
+        out.runs.append(wall)
+        out.rss_kb.append(rss)
+        out.stdout = done.stdout
+        log(f"{name}: run {len(out.runs)}/{runs} {wall:.2f} s, {rss / 1024:.0f} MB")
+    return out
+
+
+def events_by_pattern(stdout: str) -> tuple[dict[str, int], int]:
+    counts: collections.Counter[str] = collections.Counter()
+    unknown = 0
+    for line in stdout.splitlines():
+        e = json.loads(line)
+        if e["event"] == "sglang_error":
+            counts[e["pattern_id"]] += 1
+        else:
+            unknown += 1
+    return dict(sorted(counts.items())), unknown
+
+
+def expected_events(truth: dict[str, Any], scope: str) -> dict[str, int]:
+    return dict(sorted((pid, p["events"][scope]) for pid, p in truth["patterns"].items()
+                       if p["events"][scope]))
+
+
+def generate(path: Path, n: int, seed: int, error_every: int) -> dict[str, Any]:
+    truth_path = path.with_name(path.name + ".truth.json")
+    if path.exists() and truth_path.exists():
+        truth = json.loads(truth_path.read_text())
+        if (truth["lines"], truth["seed"], truth["error_every"]) == (n, seed, error_every) \
+                and path.stat().st_size == truth["bytes"]:
+            log(f"reusing {path} ({n} lines)")
+            return truth
+    log(f"generating {path}: {n} lines")
+    subprocess.run([sys.executable, str(ROOT / "bench" / "genlog.py"), "-n", str(n), "-o", str(path),
+                    "--seed", str(seed), "--error-every", str(error_every)], check=True, cwd=ROOT)
+    return json.loads(truth_path.read_text())
+
+
+def export(dialect: str, dest: Path, *paths: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "matcher", "catalog", "export", "--dialect", dialect,
+                    *map(str, paths), "-o", str(dest)], check=True, cwd=ROOT,
+                   stderr=subprocess.DEVNULL)
+    return dest
+
+
+def mtail_cmd(progs: Path, logfile: Path) -> list[str]:
+    return ["mtail", "--one_shot", "--one_shot_format=json", "--progs", str(progs), "--logs",
+            str(logfile), "--address", "127.0.0.1", "--port", "0", "--logtostderr=false",
+            "--log_dir", str(progs.parent)]
+
+
+def mtail_counters(stdout: str) -> dict[str, int]:
+    out = {}
+    for name, series in json.loads(stdout).items():
+        out[name.removeprefix("pattern_")] = int(sum(v["Value"]["Value"] for s in series
+                                                     for v in s.get("LabelValues", [])))
+    return out
+
+
+# -- the daemon -------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Daemon:
+    """`sglang-matcher watch` as a child process; its stdout lines timestamped on arrival."""
+
+    def __init__(self, paths: Sequence[str], state: Path, *, curated: bool, env: dict[str, str],
+                 from_beginning: bool = False, metrics: bool = False) -> None:
+        self.port = free_port() if metrics else None
+        cmd = [sys.executable, "-m", "matcher", "watch", *paths, "--state-dir", str(state)]
+        cmd += ["--no-builtin", "--catalog", str(CURATED)] if curated else []
+        cmd += ["--from-beginning"] if from_beginning else []
+        cmd += ["--metrics-addr", f"127.0.0.1:{self.port}"] if self.port else []
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                                     env={**os.environ, **env}, text=True, bufsize=1)
+        self.events: list[tuple[float, dict[str, Any]]] = []
+        self.stderr: list[str] = []
+        self.started = threading.Event()
+        threading.Thread(target=self._read_out, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            now = time.time()
+            try:
+                self.events.append((now, json.loads(line)))
+            except ValueError:
+                pass
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+            if '"started"' in line or "started" in line:
+                self.started.set()
+
+    def wait_started(self, timeout: float = 120) -> None:
+        if not self.started.wait(timeout):
+            self.stop()
+            raise SystemExit("daemon did not start:\n" + "".join(self.stderr[-30:]))
+
+    def metric(self, name: str) -> float:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5).read().decode()
+        return sum(float(m[1]) for m in re.finditer(rf"^{name}(?:{{[^}}]*}})? (\S+)$", body, re.M))
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mb(self) -> tuple[float, float]:
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        get = lambda k: int(re.search(rf"^{k}:\s+(\d+) kB", status, re.M)[1]) / 1024  # type: ignore[index]  # noqa: E731
+        return get("VmRSS"), get("VmHWM")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def latency(work: Path, *, curated: bool, errors: int, rate: int, errors_per_s: float,
+            env: dict[str, str]) -> dict[str, Any]:
+    """A writer appends `rate` lines/s of traffic and, `errors_per_s` times a second, a traceback
+    whose message carries a unique token; latency = the event's arrival on the daemon's stdout −
+    the time the traceback's last line was written and flushed."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import random
+
+    from genlog import Failure, Traffic  # type: ignore[import-not-found]
+
+    d = work / ("lat-curated" if curated else "lat-full")
+    shutil.rmtree(d, ignore_errors=True)
+    (d / "state").mkdir(parents=True)
+    logfile = d / "server.log"
+    logfile.write_text("")
+    daemon = Daemon([str(logfile)], d / "state", curated=curated, env=env)
+    daemon.wait_started()
+    time.sleep(1.0)
+    traffic = Traffic(random.Random(7))
+    written: dict[str, float] = {}
+    t0 = time.monotonic()
+    every = rate / errors_per_s
+    with open(logfile, "a", encoding="utf-8") as out:
+        n = 0
+        while len(written) < errors:
+            target = t0 + n / rate
+            delay = target - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            ts = time.strftime("%Y-%m-%d %H:%M:%S")
+            n += 1
+            if n % int(every) == 0:
+                token = f"tok{len(written):06d}"
+                f = Failure("4e2cdd4d6209ebbd", "curated", "ValueError",
+                            LATENCY_LINE.format(token=token).split(": ", 1)[1],
+                            "python/sglang/srt/arg_groups/mamba_hook.py", 90)
+                out.write("\n".join(f.lines(f"[{ts} TP0] ")[:-1]) + "\n")
+                out.flush()
+                written[token] = time.time()
+            else:
+                out.write(traffic.line(ts) + "\n")
+                out.flush()
+        # the last traceback is closed by traffic that follows it
+        for _ in range(rate):
+            out.write(traffic.line(time.strftime("%Y-%m-%d %H:%M:%S")) + "\n")
+        out.flush()
+    deadline = time.time() + 30
+    while time.time() < deadline and len(_arrivals(daemon)) < errors:
+        time.sleep(0.2)
+    daemon.stop()
+    arrived = _arrivals(daemon)
+    lat = sorted((arrived[t] - w) * 1000 for t, w in written.items() if t in arrived)
+    q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else [float("nan")] * 99
+    return {"catalog": "curated" if curated else "full", "errors_written": errors,
+            "events_seen": len(lat), "p50_ms": round(q[49], 1), "p99_ms": round(q[98], 1),
+            "max_ms": round(max(lat), 1) if lat else None, "traffic_lines_per_s": rate,
+            "errors_per_s": errors_per_s, "env": env}
+
+
+def _arrivals(daemon: Daemon) -> dict[str, float]:
+    out = {}
+    for t, e in list(daemon.events):
+        m = re.search(r"tok\d{6}", e.get("message", ""))
+        if m and m[0] not in out:
+            out[m[0]] = t
+    return out
+
+
+def catch_up(work: Path, logfile: Path, size: int, *, env: dict[str, str]) -> dict[str, Any]:
+    """The daemon from its start to having read every byte of a backlog (full catalog)."""
+    d = work / "catchup"
+    shutil.rmtree(d, ignore_errors=True)
+    (d / "state").mkdir(parents=True)
+    t0 = time.perf_counter()
+    daemon = Daemon([str(logfile)], d / "state", curated=False, env=env, from_beginning=True,
+                    metrics=True)
+    read = 0.0
+    try:
+        while read < size:
+            if daemon.proc.poll() is not None:
+                raise SystemExit("daemon died:\n" + "".join(daemon.stderr[-30:]))
+            time.sleep(0.25)
+            try:
+                read = daemon.metric("sglang_matcher_bytes_total")
+            except OSError:
+                continue
+        wall = time.perf_counter() - t0
+        rss = daemon.rss_mb()
+        events = len(daemon.events)
+    finally:
+        daemon.stop()
+    return {"bytes": size, "wall_s": round(wall, 2), "mb_per_s": round(size / MB / wall, 2),
+            "events_by_then": events, "peak_rss_mb": round(rss[1], 1)}
+
+
+def idle(work: Path, *, curated: bool, seconds: float, env: dict[str, str]) -> dict[str, Any]:
+    """16 tailed files, nothing written: CPU (utime+stime from /proc) over wall, and RSS."""
+    d = work / ("idle-curated" if curated else "idle-full")
+    shutil.rmtree(d, ignore_errors=True)
+    (d / "state").mkdir(parents=True)
+    for i in range(16):
+        (d / f"server-{i}.log").write_text(f"[2026-01-01 12:00:00 TP{i % 8}] Init torch distributed begin.\n")
+    daemon = Daemon([str(d / "server-*.log")], d / "state", curated=curated, env=env)
+    try:
+        daemon.wait_started()
+        time.sleep(5)  # settle: first discovery, first checkpoint
+        c0, t0 = daemon.cpu_seconds(), time.monotonic()
+        time.sleep(seconds)
+        cpu, wall = daemon.cpu_seconds() - c0, time.monotonic() - t0
+        rss, hwm = daemon.rss_mb()
+    finally:
+        daemon.stop()
+    return {"catalog": "curated" if curated else "full", "files": 16, "seconds": round(wall, 1),
+            "cpu_percent_of_core": round(100 * cpu / wall, 3), "rss_mb": round(rss, 1),
+            "peak_rss_mb": round(hwm, 1)}
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="100k lines, 3 runs, small daemon tests")
+    ap.add_argument("--lines", type=int, help="log size for the throughput runs (default 1M)")
+    ap.add_argument("--runs", type=int, help="timed runs per command (default 5; 3 with --quick)")
+    ap.add_argument("--slow-runs", type=int, default=1,
+                    help="runs for grep with the full catalog, which takes minutes per run "
+                         "(default 1; its count is checked either way)")
+    ap.add_argument("--mtail-lines", type=int, default=100_000,
+                    help="mtail reads a smaller log of this many lines (ratio per line)")
+    ap.add_argument("--backlog-lines", type=int,
+                    help="catch-up backlog (default 6M lines, ~1 GB; with --quick the main log)")
+    ap.add_argument("--latency-errors", type=int, help="errors injected (default 1000)")
+    ap.add_argument("--idle-seconds", type=float, help="idle measurement (default 60)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-bench"))
+    ap.add_argument("--out", type=Path, help="JSON results (default bench/results/<mode>.json)")
+    ap.add_argument("--skip", action="append", default=[],
+                    choices=("throughput", "mtail", "grep-full", "latency", "catchup", "idle"))
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    q = args.quick
+    n = args.lines or (100_000 if q else 1_000_000)
+    runs = args.runs or (3 if q else 5)
+    backlog_lines = args.backlog_lines or (0 if q else 6_000_000)
+    lat_errors = args.latency_errors or (100 if q else 1000)
+    idle_s = args.idle_seconds or (15 if q else 60)
+    work: Path = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    for tool in ("grep", "mtail", "/usr/bin/time"):
+        if not shutil.which(tool):
+            raise SystemExit(f"needs {tool} (Debian: grep, mtail, time)")
+    report = Report(config={
+        "mode": "quick" if q else "full", "lines": n, "runs": runs, "slow_runs": args.slow_runs,
+        "mtail_lines": args.mtail_lines, "backlog_lines": backlog_lines,
+        "latency_errors": lat_errors, "idle_seconds": idle_s, "seed": args.seed,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "kernel": platform.release()},
+        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=ROOT, check=False).stdout.strip(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    })
+    env = {"SGLANG_MATCHER_REPEAT_INTERVAL": "0"}  # every injected error is printed
+    logfile = work / f"sglang-{n}.log"
+    truth = generate(logfile, n, args.seed, 1000)
+    size, lines = truth["bytes"], truth["lines"]
+    pats = work / "patterns"
+    pats.mkdir(exist_ok=True)
+    cur_grep = export("grep", pats / "curated.grep", CURATED)
+    full_grep = export("grep", pats / "full.grep")
+    progs = pats / "mtail"
+    progs.mkdir(exist_ok=True)
+    export("mtail", progs / "curated.mtail", CURATED)
+    timed: dict[str, Timed] = {}
+    t = lambda name, cmd, r=runs, **kw: timed.setdefault(  # noqa: E731
+        name, run_timed(name, cmd, r, lines=kw.pop("lines", lines), size=kw.pop("size", size),
+                        timeout=7200, **kw))
+
+    if "throughput" not in args.skip:
+        t("scan curated", [*SCAN_CURATED, str(logfile)])
+        t("grep curated", [*GREP, str(cur_grep), str(logfile)])
+        t("scan full", [*SCAN, str(logfile)])
+        if "grep-full" not in args.skip:
+            t("grep full", [*GREP, str(full_grep), str(logfile)], args.slow_runs,
+              warm=args.slow_runs > 1)
+        for scope, name in (("curated", "scan curated"), ("full", "scan full")):
+            got, unknown = events_by_pattern(timed[name].stdout)
+            report.check(f"{name}: events per pattern", expected_events(truth, scope), got)
+            report.check(f"{name}: unknown errors", truth["totals"][scope]["unknown_events"], unknown)
+        report.check("grep curated: matching lines", truth["totals"]["curated"]["lines"],
+                     int(timed["grep curated"].stdout))
+        if "grep full" in timed:
+            report.check("grep full: matching lines", truth["totals"]["full"]["lines"],
+                         int(timed["grep full"].stdout))
+    if "mtail" not in args.skip:
+        mlog = work / f"sglang-{args.mtail_lines}.log"
+        mtruth = generate(mlog, args.mtail_lines, args.seed, 1000)
+        m = t("mtail curated", mtail_cmd(progs, mlog), lines=mtruth["lines"], size=mtruth["bytes"])
+        expected = {pid: p["lines"] for pid, p in mtruth["patterns"].items()
+                    if p["layer"] == "curated"}
+        got = {k: v for k, v in mtail_counters(m.stdout).items() if v}
+        report.check("mtail curated: lines per pattern", dict(sorted(expected.items())),
+                     dict(sorted(got.items())))
+        if "scan curated" in timed and mlog != logfile:
+            t("scan curated (mtail's log)", [*SCAN_CURATED, str(mlog)], lines=mtruth["lines"],
+              size=mtruth["bytes"])
+    report.throughput = [x.row() for x in timed.values()]
+
+    if "latency" not in args.skip:
+        for curated in (True, False):
+            log(f"latency, {'curated' if curated else 'full'} catalog: {lat_errors} errors")
+            report.daemon.setdefault("latency", []).append(
+                latency(work, curated=curated, errors=lat_errors, rate=1000,
+                        errors_per_s=10.0, env=env))
+            log(f"  {report.daemon['latency'][-1]}")
+    if "catchup" not in args.skip:
+        blog = logfile
+        if backlog_lines:
+            blog = work / f"backlog-{backlog_lines}.log"
+            btruth = generate(blog, backlog_lines, args.seed + 1, 1000)
+        else:
+            btruth = truth
+        log(f"catch-up over {blog} ({btruth['bytes'] / MB:.0f} MB)")
+        cu = catch_up(work, blog, btruth["bytes"], env=env)
+        s = run_timed("scan full (backlog)", [*SCAN, str(blog)], 1, warm=False,
+                      lines=btruth["lines"], size=btruth["bytes"], timeout=7200)
+        got, _ = events_by_pattern(s.stdout)
+        report.check("scan full (backlog): events per pattern", expected_events(btruth, "full"), got)
+        cu["scan_mb_per_s"] = round(s.mb_per_s, 2)
+        cu["ratio_to_scan"] = round(cu["mb_per_s"] / s.mb_per_s, 3)
+        report.daemon["catch_up"] = cu
+        report.throughput.append(s.row())
+        log(f"  {cu}")
+        if backlog_lines:
+            blog.unlink()
+            blog.with_name(blog.name + ".truth.json").unlink()
+    if "idle" not in args.skip:
+        for curated in (True, False):
+            log(f"idle, {'curated' if curated else 'full'} catalog, {idle_s:.0f} s")
+            report.daemon.setdefault("idle", []).append(
+                idle(work, curated=curated, seconds=idle_s, env=env))
+            log(f"  {report.daemon['idle'][-1]}")
+
+    evaluate(report, timed)
+    text = render(report)
+    print(text)
+    out = args.out or ROOT / "bench" / "results" / f"{'quick' if q else 'full'}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(asdict(report), indent=1) + "\n")
+    log(f"wrote {out}")
+    return 0 if all(c["ok"] for c in report.checks) else 1
+
+
+def evaluate(report: Report, timed: dict[str, Timed]) -> None:
+    """The issue's targets, each a ratio (or a bound) from this run."""
+    def ratio(a: str, b: str, per: Callable[[Timed], float] = lambda x: x.lines_per_s) -> float | None:
+        return per(timed[a]) / per(timed[b]) if a in timed and b in timed else None
+
+    if (r := ratio("scan full", "grep full")) is not None:
+        report.target("scan full ÷ grep -E -c -f full (start-up included)", r, "≥ 1", r >= 1)
+    mtail_scan = "scan curated (mtail's log)" if "scan curated (mtail's log)" in timed else "scan curated"
+    if (r := ratio(mtail_scan, "mtail curated")) is not None:
+        report.target("scan curated ÷ mtail curated (lines/s)", r, "≥ 20", r >= 20)
+    if (r := ratio("scan curated", "grep curated")) is not None:
+        report.target("scan curated ÷ grep curated", r, "≥ 0.5", r >= 0.5)
+    if (r := ratio("scan full", "scan curated")) is not None:
+        report.target("scan full ÷ scan curated", r, "≥ 0.5", r >= 0.5)
+    d = report.daemon
+    if "catch_up" in d:
+        r = d["catch_up"]["ratio_to_scan"]
+        report.target("daemon catch-up ÷ scan full (MB/s)", r, "≥ 0.8", r >= 0.8)
+    for lat in d.get("latency", []):
+        report.target(f"latency p99, {lat['catalog']} catalog (ms)", lat["p99_ms"], "< 250",
+                      lat["p99_ms"] < 250 and lat["events_seen"] == lat["errors_written"])
+    for i in d.get("idle", []):
+        cap = 60 if i["catalog"] == "curated" else 150
+        report.target(f"idle CPU, {i['catalog']} catalog (% of a core)", i["cpu_percent_of_core"],
+                      "< 0.5", i["cpu_percent_of_core"] < 0.5)
+        report.target(f"idle RSS, {i['catalog']} catalog (MB)", i["rss_mb"], f"< {cap}",
+                      i["rss_mb"] < cap)
+
+
+def render(report: Report) -> str:
+    c = report.config
+    out = [f"sglang-matcher benchmark ({c['mode']}): {c['lines']:,} lines, median of {c['runs']} runs "
+           f"(grep full: {c['slow_runs']}), {c['machine']['cpus']} CPUs, git {c['git']}", ""]
+    out.append(f"{'command':<30} {'median s':>9} {'lines/s':>11} {'MB/s':>8} {'peak RSS MB':>12}")
+    for r in report.throughput:
+        out.append(f"{r['name']:<30} {r['median_s']:>9.3f} {r['lines_per_s']:>11,} "
+                   f"{r['mb_per_s']:>8.1f} {r['peak_rss_mb']:>12.1f}")
+    d = report.daemon
+    if d:
+        out.append("")
+        for lat in d.get("latency", []):
+            out.append(f"daemon latency, {lat['catalog']:<7} catalog: p50 {lat['p50_ms']} ms, p99 "
+                       f"{lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events_seen']}/"
+                       f"{lat['errors_written']} events)")
+        if "catch_up" in d:
+            cu = d["catch_up"]
+            out.append(f"daemon catch-up: {cu['bytes'] / MB:,.0f} MB in {cu['wall_s']} s = "
+                       f"{cu['mb_per_s']} MB/s (scan {cu['scan_mb_per_s']} MB/s), peak RSS "
+                       f"{cu['peak_rss_mb']} MB")
+        for i in d.get("idle", []):
+            out.append(f"daemon idle, {i['catalog']:<7} catalog, 16 files: {i['cpu_percent_of_core']}% "
+                       f"of a core, RSS {i['rss_mb']} MB (peak {i['peak_rss_mb']} MB)")
+    out += ["", f"{'target':<52} {'measured':>10} {'goal':>7}  met"]
+    for tg in report.targets:
+        out.append(f"{tg['target']:<52} {tg['measured']:>10} {tg['goal']:>7}  "
+                   f"{'yes' if tg['met'] else 'NO'}")
+    bad = [x for x in report.checks if not x["ok"]]
+    out += ["", f"counts checked against the ground truth: {len(report.checks) - len(bad)} of "
+                f"{len(report.checks)} agree" + ("" if not bad else "  <<< MISMATCH: " +
+                                                 "; ".join(x["what"] for x in bad))]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
