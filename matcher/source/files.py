@@ -23,6 +23,9 @@ the poll early):
   file is a copy of it (logrotate's `copytruncate` copy, when the glob matches it). It is parked
   until the original is truncated, then read from where we had stopped reading the original — so
   lines written between our last read and the truncation are read from the copy, once.
+  logrotate creates the copy empty and fills it: a new file that is empty, or shorter than the
+  fingerprint and a prefix of a tracked file's first bytes, is not read until it has become
+  either a copy or something else (or `rotate_wait` has passed).
 Positions come from the checkpoint when the identity matches. A file present at the very first
 start (no checkpoint state at all) starts at the end of its last complete line unless
 `from_beginning`; a file that appears later — or while we were down — is read from the start.
@@ -40,11 +43,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from matcher.source.checkpoint import CheckpointState, FileCheckpoint
-from matcher.source.identity import FileIdentity, fingerprint, identify
+from matcher.source.identity import FileIdentity, fingerprint
 
 END_SCAN_BYTES = 64 * 1024
 TAIL_BYTES = 1024
 TRUNCATION_MEMORY = 60.0
+PENDING = (-1, -1)  # `parked_for` of a new file that may still become a copy: not read yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +73,16 @@ class TailedFile:
     gone_since: float | None = None
     pending_partial_since: float | None = None
     tail: bytes = b""  # the last bytes read: recognizes a copy of this file
+    prev_tail: bytes = b""  # `tail` before the last read: restored if that read is disowned
+    head: bytes = b""  # the fingerprinted first bytes: recognizes a copy still being written
+    opened_at: float = 0.0
     parked_for: tuple[int, int] | None = None  # a copy waiting for its original's truncation
     pattern: str = ""  # the configured glob that found it: the `source` label of its metrics
 
     def read(self, max_bytes: int) -> bytes:
         data = os.pread(self.fd, max_bytes, self.offset)
         if data:
+            self.prev_tail = self.tail
             self.offset += len(data)
             self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
         return data
@@ -85,6 +93,14 @@ class TailedFile:
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
+
+
+def _identify(fd: int, length: int) -> tuple[FileIdentity, bytes]:
+    """`identify`, also returning the fingerprinted bytes (a copy in progress is a prefix)."""
+    head = os.pread(fd, length, 0)
+    st = os.fstat(fd)
+    return FileIdentity(st.st_dev, st.st_ino, len(head),
+                        hashlib.sha256(head).hexdigest()[:16]), head
 
 
 def _source_id(path: str, ident: FileIdentity) -> str:
@@ -174,6 +190,8 @@ class FileSet:
                 continue
             self._open(path, pattern, now)
         self._first_scan = False
+        for f in [f for f in self.files.values() if f.parked_for == PENDING]:
+            self._settle(f, now)
         done: list[TailedFile] = []
         for key, f in list(self.files.items()):
             if f.seen_at_path:
@@ -201,11 +219,12 @@ class FileSet:
         if path in self._unreadable:
             del self._unreadable[path]
             self.notices.append(SourceNotice("recovered", path, "readable again"))
-        ident = identify(fd, self.fingerprint_bytes)
+        ident, head = _identify(fd, self.fingerprint_bytes)
         size = os.fstat(fd).st_size
         offset, how, parked_for = self._start_offset(fd, ident, size, now)
         f = TailedFile(fd=fd, identity=ident, path=path, source_id=_source_id(path, ident),
-                       offset=offset, last_growth=now, parked_for=parked_for, pattern=pattern)
+                       offset=offset, last_growth=now, parked_for=parked_for, pattern=pattern,
+                       head=head, opened_at=now)
         f.tail = f.bytes_before(offset, TAIL_BYTES)
         self.files[ident.inode_key] = f
         self.notices.append(SourceNotice("opened", path, f"{how} at offset {offset}"))
@@ -225,12 +244,14 @@ class FileSet:
         copy = self._copy_of(fd, size, now)
         if copy is not None:
             return copy
+        if not self._first_scan and self._may_become_copy(fd, size):
+            return 0, "new, maybe a copy still being written: waiting", PENDING
         if self._first_scan and not self.from_beginning and not self.state.loaded_from_disk:
             return _start_of_last_line(fd, size), "new at start: from the end", None
         return 0, "new file: from the beginning", None
 
     def _copy_of(
-        self, fd: int, size: int, now: float
+        self, fd: int, size: int, now: float, skip: TailedFile | None = None
     ) -> tuple[int, str, tuple[int, int] | None] | None:
         """Is this new file a copy of one we read (copytruncate)? Then where to start.
 
@@ -238,6 +259,8 @@ class FileSet:
         copy ends or where we stopped reading the original, whichever comes first.
         """
         for other in self.files.values():
+            if other is skip or other.parked_for == PENDING:
+                continue
             head = (other.identity.fp_len, other.identity.fp_hash)
             if other.identity.fp_len == 0 or fingerprint(fd, other.identity.fp_len) != head:
                 continue
@@ -252,8 +275,8 @@ class FileSet:
             if same:
                 return m, f"copy of {other.path}: parked until it is truncated", \
                     other.identity.inode_key
-        self._truncations = [t for t in self._truncations if now - t[3] < TRUNCATION_MEMORY]
-        for ident, offset, tail, _when in self._truncations:
+        self._truncations = [t for t in self._truncations if now - t[4] < TRUNCATION_MEMORY]
+        for ident, offset, tail, _head, _when in self._truncations:
             if ident.fp_len == 0 or fingerprint(fd, ident.fp_len) != (ident.fp_len, ident.fp_hash):
                 continue
             if size < offset:
@@ -261,6 +284,29 @@ class FileSet:
             if _bytes_before(fd, offset, len(tail)) == tail:
                 return offset, "copy of a truncated file: from where its original was read", None
         return None
+
+    def _may_become_copy(self, fd: int, size: int) -> bool:
+        """Empty, or shorter than a tracked (or just truncated) file's first bytes and a prefix of
+        them: what a copy looks like while logrotate is still writing it."""
+        if size >= self.fingerprint_bytes:
+            return False
+        have = os.pread(fd, size, 0)
+        heads = [f.head for f in self.files.values() if f.parked_for != PENDING]
+        heads += [t[3] for t in self._truncations]
+        return any(len(h) > len(have) and h.startswith(have) for h in heads)
+
+    def _settle(self, f: TailedFile, now: float) -> None:
+        """Decide what a pending new file is, once it is no longer a possible copy in progress."""
+        size = f.size()
+        if size == 0 or (now - f.opened_at < self.rotate_wait
+                         and self._may_become_copy(f.fd, size)):
+            return
+        f.identity, f.head = _identify(f.fd, self.fingerprint_bytes)
+        decided = self._copy_of(f.fd, size, now, skip=f)
+        offset, how, f.parked_for = decided or (0, "new file: from the beginning", None)
+        f.offset = offset
+        f.tail = f.bytes_before(offset, TAIL_BYTES)
+        self.notices.append(SourceNotice("opened", f.path, f"{how} at offset {offset}"))
 
     def check_truncation(self, f: TailedFile, just_read: int = 0) -> bool:
         """Copytruncate: the file shrank below our offset or its first bytes changed.
@@ -278,7 +324,9 @@ class FileSet:
             truncated = False
         if truncated:
             f.offset -= just_read
-            self._truncations.append((f.identity, f.offset, f.tail, self.clock()))
+            if just_read:
+                f.tail = f.prev_tail  # what we just read is the new content's, not this file's
+            self._truncations.append((f.identity, f.offset, f.tail, f.head, self.clock()))
             for copy in self.files.values():
                 if copy.parked_for == f.identity.inode_key:
                     copy.parked_for = None
@@ -288,7 +336,7 @@ class FileSet:
                                              f"offset {copy.offset}"))
             f.offset = 0
             f.tail = b""
-            f.identity = identify(f.fd, self.fingerprint_bytes)
+            f.identity, f.head = _identify(f.fd, self.fingerprint_bytes)
             self.notices.append(SourceNotice("truncated", f.path, "restarting at offset 0",
                                              f.pattern))
         return truncated
@@ -298,9 +346,11 @@ class FileSet:
         if f.identity.fp_len < self.fingerprint_bytes and f.size() > f.identity.fp_len:
             n, h = fingerprint(f.fd, f.identity.fp_len)
             if h == f.identity.fp_hash:
-                f.identity = identify(f.fd, self.fingerprint_bytes)
+                f.identity, f.head = _identify(f.fd, self.fingerprint_bytes)
 
     def checkpoint(self, f: TailedFile, offset: int, now: float) -> None:
+        if f.parked_for == PENDING:
+            return  # nothing read from it yet, and what it is is not decided
         self.refresh_identity(f)
         for key in [k for k, c in self.state.files.items()
                     if c.identity.inode_key == f.identity.inode_key and k != f.identity.key]:
