@@ -157,7 +157,7 @@ class Telemetry:
 
     def checkpoint_failed(self, reason: str, **fields: Any) -> None:
         self._series(self._checkpoint_failures).inc()
-        self._emit("error", "checkpoint_failed", detail=reason, **fields)
+        self._emit("error", "checkpoint_failed", **{"detail": reason, **fields})  # fields win
 
     def reload(self, result: ReloadResult, **fields: Any) -> None:
         if result not in ("ok", "failed"):

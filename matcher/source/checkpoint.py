@@ -69,7 +69,7 @@ class CheckpointStore:
         try:
             doc = json.loads(raw.decode("utf-8"))
             state = _parse(doc)
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, OverflowError) as e:  # 1e999 is JSON too
             aside = self.path.with_name(f"{FILE_NAME}.corrupt-{int(time.time())}")
             try:
                 os.replace(self.path, aside)
