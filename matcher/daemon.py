@@ -146,6 +146,7 @@ class Daemon:
         self._observer: Any = None
         self._stdin_done = not read_stdin
         self._stdin_offset = 0
+        self._regex_seen: tuple[object, int, frozenset[str]] = (None, 0, frozenset())
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -203,6 +204,7 @@ class Daemon:
                     self.http.heartbeat()
                 progressed = self.read_round(now)
                 self._emit(self.pipeline.tick(now))
+                self._count_regex_timeouts()
                 if now >= next_checkpoint:
                     self.checkpoint()
                     next_checkpoint = now + self.config.checkpoint_interval
@@ -398,6 +400,17 @@ class Daemon:
             self.telemetry.checkpoint_failed("write", detail=str(e), final=final)
         else:
             self.telemetry.checkpoint_written()
+
+    def _count_regex_timeouts(self) -> None:
+        """The engine's timeout bookkeeping → counter and log (the engine itself never logs)."""
+        stats = self.pipeline.engine.stats
+        seen_engine, seen_timeouts, seen_quarantined = self._regex_seen
+        if seen_engine is not stats:  # a reload compiled a new engine
+            seen_timeouts, seen_quarantined = 0, frozenset()
+        if stats.timeouts != seen_timeouts:
+            self.telemetry.regex_timeouts(stats.timeouts - seen_timeouts,
+                                          sorted(stats.quarantined - seen_quarantined))
+        self._regex_seen = (stats, stats.timeouts, frozenset(stats.quarantined))
 
     def _log_notices(self) -> None:
         for n in self.files.take_notices():

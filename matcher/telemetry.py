@@ -182,6 +182,18 @@ class Telemetry:
                             **self._static).inc()
         self._emit("error", "pipeline_error", stage=stage, error_type=name, **fields)
 
+    def regex_timeouts(self, n: int, quarantined: Iterable[str] = ()) -> None:
+        """Pattern searches cut by the regex timeout; each newly quarantined pattern logged once.
+
+        A catastrophic pattern costs at most `timeout` per line it is tried on, and only until it
+        is quarantined: the counter says it happened, the log says which pattern to fix."""
+        if n > 0:
+            self._errors.labels(stage="match", error_type="RegexTimeout", **self._static).inc(n)
+            self._emit_quietly("warning", "regex_timeout", count=n)
+        for pattern_id in quarantined:
+            self._emit("error", "pattern_quarantined", pattern_id=pattern_id,
+                       detail="timed out repeatedly; not tried again until the next reload")
+
     def notice(self, kind: str, level: str = "info", **fields: Any) -> None:
         """Something worth a log line and no counter (started, file_opened, stopped)."""
         self._emit(level, kind, **fields)
