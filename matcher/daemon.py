@@ -45,6 +45,7 @@ from matcher.source.files import FileSet, SourceNotice, TailedFile, display_name
 from matcher.source.journald import JournalSource
 from matcher.telemetry import Telemetry
 from matcher.types import Chunk, Event
+from matcher.utf8 import count_invalid
 
 CHECKPOINT_RETENTION = 7 * 24 * 3600.0
 
@@ -310,7 +311,7 @@ class Daemon:
             if f.identity.fp_len < self.config.fingerprint_bytes:
                 self.files.refresh_identity(f)  # a young file: its fingerprint grows with it
             stats = self.pipeline.stats
-            lines, cut = stats.lines, stats.lines_truncated
+            lines, cut, malformed = stats.lines, stats.lines_truncated, stats.lines_malformed
             try:
                 events = self.pipeline.feed(Chunk(data, f.source_id, f.offset), now)
             except Exception as e:  # a bug must cost a chunk, not the daemon: counted, logged
@@ -320,6 +321,10 @@ class Daemon:
             self.telemetry.lines(f.pattern, stats.lines - lines, len(data))
             if stats.lines_truncated > cut:
                 self.telemetry.lines_truncated(f.pattern, stats.lines_truncated - cut, path=f.path)
+            bad_utf8, f.utf8_carry = count_invalid(f.utf8_carry, data)
+            self.telemetry.malformed_input(f.pattern, path=f.path, invalid_utf8=bad_utf8,
+                                           nul_byte=data.count(b"\0"),
+                                           container_format=stats.lines_malformed - malformed)
             return True
         partial_start = self.pipeline.partial_line_start(f.source_id)
         if partial_start is not None:

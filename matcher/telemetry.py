@@ -104,6 +104,11 @@ class Telemetry:
         self._lines_truncated = counter("sglang_matcher_lines_truncated_total",
                                         "Lines longer than the line cap, cut, by source.",
                                         ("source",))
+        self._malformed = counter(
+            "sglang_matcher_malformed_input_total",
+            "Input read despite being malformed, by source and reason (invalid_utf8 sequences "
+            "replaced, nul_byte bytes kept, container_format lines read as plain text).",
+            ("source", "reason"))
         self._checkpoint_writes = counter("sglang_matcher_checkpoint_writes_total",
                                           "Checkpoints of read positions written.")
         self._checkpoint_failures = counter(
@@ -149,6 +154,17 @@ class Telemetry:
     def lines_truncated(self, source: str, n: int = 1, **fields: Any) -> None:
         self._lines_truncated.labels(source=self._source(source), **self._static).inc(n)
         self._emit("warning", "line_truncated", source=source, lines=n, **fields)
+
+    def malformed_input(self, source: str, path: str = "", **counts: int) -> None:
+        """Input that was read anyway: invalid UTF-8 (replaced), NUL bytes (kept), container
+        lines not in their format (read as text). Counted by reason; logged at most every
+        `quiet_for` seconds, so a binary file cannot flood the log."""
+        s = self._source(source)
+        seen = {reason: n for reason, n in counts.items() if n > 0}
+        for reason, n in seen.items():
+            self._malformed.labels(source=s, reason=reason, **self._static).inc(n)
+        if seen:
+            self._emit_quietly("warning", "malformed_input", source=source, path=path, **seen)
 
     # -- state and lifecycle --------------------------------------------------------------
 

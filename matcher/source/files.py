@@ -76,6 +76,7 @@ class TailedFile:
     prev_tail: bytes = b""  # `tail` before the last read: restored if that read is disowned
     head: bytes = b""  # the fingerprinted first bytes: recognizes a copy still being written
     opened_at: float = 0.0
+    utf8_carry: bytes = b""  # an unfinished UTF-8 character at the end of the last read
     parked_for: tuple[int, int] | None = None  # a copy waiting for its original's truncation
     pattern: str = ""  # the configured glob that found it: the `source` label of its metrics
 
