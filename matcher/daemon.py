@@ -37,6 +37,7 @@ from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.http import EventRing, HttpServer, parse_address
+from matcher.notify import Notifier
 from matcher.sinks.events import EventWriter, event_dict
 from matcher.sinks.metrics import MetricsSink
 from matcher.sinks.webhook import WebhookSink
@@ -142,6 +143,7 @@ class Daemon:
                 after_cursor=state.journal.get(name),
                 from_beginning=config.journal_from_beginning or config.from_beginning))
         self.wakeup = _Wakeup()
+        self.notifier = Notifier.from_env()  # systemd Type=notify; a no-op elsewhere
         self._stop = False
         self._reload = False
         self._observer: Any = None
@@ -194,15 +196,23 @@ class Daemon:
                 now = self.clock()
                 if self._reload:
                     self._reload = False
-                    self.reload()
+                    self.notifier.reloading()
+                    try:
+                        self.reload()
+                    finally:
+                        self.notifier.ready()  # new catalog or old one kept: serving either way
                 if now >= next_discovery:
                     self._discover()
                     next_discovery = now + self.config.poll_interval
                     if not ready and self.http is not None:
                         self.http.set_ready(True)  # catalog loaded, sources opened
+                    if not ready:
+                        self.notifier.ready(f"following {len(self.files.files)} files")
                     ready = True
                 if self.http is not None:
                     self.http.heartbeat()
+                self.telemetry.heartbeat()
+                self.notifier.watchdog(now)  # only a loop that gets here vouches for itself
                 progressed = self.read_round(now)
                 self._emit(self.pipeline.tick(now))
                 self._count_regex_timeouts()
@@ -215,13 +225,14 @@ class Daemon:
                     # Idle: file events wake us; short naps only while something waits on a
                     # clock (an open traceback, a rank window, a partial line).
                     nap = 0.25 if self.pipeline.holding() else 1.0
-                    self.wakeup.wait(min(self.config.poll_interval, nap))
+                    self.wakeup.wait(self.notifier.max_nap(min(self.config.poll_interval, nap)))
         finally:
             self.shutdown()
         return 0
 
     def shutdown(self) -> None:
         """Drain: read what is there, flush open records and windows, final checkpoint."""
+        self.notifier.stopping()
         if self._observer is not None:
             self._observer.stop()
         now = self.clock()

@@ -14,6 +14,8 @@ and headers exceed 8 KiB is refused (414/431), a request that sends nothing is c
 - `/readyz`: 503 until `set_ready(True)` (catalog loaded, sources open), then 200.
 - `/events?limit=N`: the last N emitted events (already redacted dicts) from an `EventRing`,
   oldest first, N clamped to [1, maxlen]; what fell out of the ring is gone (stdout has it).
+  `&pattern_id=ID` keeps only that pattern's events: the alert rules' runbook link
+  (deploy/prometheus) opens the failures an alert is about, each with its remediation.
 """
 
 from __future__ import annotations
@@ -57,11 +59,14 @@ class EventRing:
         with self._lock:
             self._items.extend(events)
 
-    def recent(self, limit: int) -> list[dict[str, Any]]:
-        """The last `limit` events, oldest first (`limit` clamped to [1, maxlen])."""
+    def recent(self, limit: int, pattern_id: str | None = None) -> list[dict[str, Any]]:
+        """The last `limit` events (of `pattern_id` only, if given), oldest first (`limit`
+        clamped to [1, maxlen])."""
         limit = min(max(1, limit), self.maxlen)
         with self._lock:
             items = list(self._items)
+        if pattern_id is not None:
+            items = [e for e in items if e.get("pattern_id") == pattern_id]
         return items[-limit:]
 
     def __len__(self) -> int:
@@ -273,7 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
             if limit is None:
                 self._respond(400, _json_bytes({"error": "limit must be an integer"}), _JSON)
                 return
-            self._respond(*_json(200, app.events.recent(limit)))
+            pattern_id = parse_qs(url.query).get("pattern_id", [None])[-1]
+            self._respond(*_json(200, app.events.recent(limit, pattern_id)))
         else:
             self._respond(404, _error_body(404), _JSON)
 

@@ -67,7 +67,9 @@ class Telemetry:
         error_types: Iterable[str] = ERROR_TYPES,
         quiet_for: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
+        self._wall = wall
         self._static = check_static_labels(
             static_labels or {}, ("source", "result", "stage", "error_type", "reason"))
         self._names = names = tuple(self._static)
@@ -121,8 +123,18 @@ class Telemetry:
         self._errors = counter("sglang_matcher_errors_total",
                                "Errors inside the matcher itself, by pipeline stage and type.",
                                ("stage", "error_type"))
+        # Timestamps, not counters, so that an alert reads `time() - x > limit` (deploy/prometheus).
+        self._heartbeat = gauge(
+            "sglang_matcher_heartbeat_timestamp_seconds",
+            "Unix time of the main loop's last turn; stops moving when the loop hangs (the HTTP "
+            "thread still answers scrapes then).")
+        self._checkpoint_last = gauge(
+            "sglang_matcher_last_checkpoint_success_timestamp_seconds",
+            "Unix time read positions were last saved, or found unchanged, without error.")
         self._webhook: dict[str, Any] | None = None
         self._checkpoint_writes_child = self._series(self._checkpoint_writes)
+        self._heartbeat_child = self._series(self._heartbeat)
+        self._heartbeat_child.set(wall())
         self._series(self._checkpoint_failures)
         self._suppressed_child = self._series(self._suppressed)
         for result in ("ok", "failed"):
@@ -170,6 +182,11 @@ class Telemetry:
 
     def checkpoint_written(self) -> None:
         self._checkpoint_writes_child.inc()
+        self._series(self._checkpoint_last).set(self._wall())
+
+    def heartbeat(self) -> None:
+        """The main loop went round once; called every turn, so it only sets a gauge."""
+        self._heartbeat_child.set(self._wall())
 
     def checkpoint_failed(self, reason: str, **fields: Any) -> None:
         self._series(self._checkpoint_failures).inc()

@@ -142,6 +142,21 @@ def test_events_returns_the_most_recent_oldest_first_with_limit_clamped(server):
         400, b'{"error": "limit must be an integer"}')
 
 
+def test_events_of_one_pattern_are_the_runbook_link_of_its_alert(server):
+    """/events?pattern_id=ID (deploy/prometheus's runbook_url): only that pattern's events,
+    the last `limit` of them; an id with no events is an empty list, never an echo."""
+    server.events.extend({"event": "sglang_error", "pattern_id": "ab"[i % 2], "n": i}
+                         for i in range(4))
+    server.events.append({"event": "sglang_unknown_error", "n": 4})
+    def ns(path: str) -> list[int]:
+        status, _, body = get(server, path)
+        assert status == 200
+        return [e["n"] for e in json.loads(body)]
+    assert ns("/events?pattern_id=a") == [0, 2]
+    assert ns("/events?pattern_id=b&limit=1") == [3]
+    assert get(server, "/events?pattern_id=<script>")[::2] == (200, b"[]")
+
+
 @pytest.mark.parametrize("target", [
     b"/../etc/passwd", b"/%2e%2e/etc/passwd", b"/?x=<script>alert(1)</script>",
     b"/metrics/../../etc/passwd", b"/metrics/", b"/events/x<script>", b"/", b"/healthz/",
