@@ -345,6 +345,8 @@ class Framer:
         return self._accept(tb, line, text, now)
 
     def _append_message(self, tb: _Open, text: str) -> None:
+        if not tb.exceptions:  # an exception group's header, then a frame with no `|` bar
+            return
         last = tb.exceptions[-1]
         if len(last.message) < self.max_message_chars:
             joined = (last.message + "\n" + text)[: self.max_message_chars]

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from matcher.catalog import load_catalog
@@ -62,6 +62,9 @@ def _events(data: bytes, cuts: list[int], fmt: str) -> list[tuple]:
 @SETTINGS
 @given(log_bytes, st.lists(st.integers(min_value=0), max_size=12),
        st.sampled_from(["auto", "plain", "cri", "docker"]))
+# Found by this property: a group header then a frame without its `|` bar crashed the framer.
+@example(b'  + Exception Group Traceback (most recent call last):\n  File "/x.py", line 3, in f\n',
+         [], "auto")
 def test_any_bytes_any_chunking_same_events_no_exception(data, cuts, fmt):
     """Decoders, framer, engine and aggregator on any bytes: nothing raises, and how the bytes
     were cut into reads does not change a single event."""
