@@ -6,15 +6,8 @@ with a 1 s scrape interval and its storage in the test's tmp dir, and is stopped
 
 from __future__ import annotations
 
-import json
-import shutil
-import socket
 import subprocess
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +23,10 @@ from matcher.pipeline import Pipeline
 from matcher.sinks.metrics import MetricsSink
 from matcher.telemetry import Telemetry
 from matcher.types import Chunk, Event
+from prom_harness import Prometheus, fetch, poll, served_url, tool
 
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
 FIXTURES = Path(__file__).parent / "fixtures"
 STATIC = {"cluster": "test", "model": "qwen"}
-
-
-def tool(name: str) -> str:
-    path = shutil.which(name) or f"/usr/bin/{name}"
-    if not Path(path).exists():
-        pytest.fail(f"{name} not found: install Debian's `prometheus` package (.ci/apt-packages)")
-    return path
 
 
 class Matcher:
@@ -70,31 +56,6 @@ def matcher() -> Iterator[Matcher]:
         yield m
     finally:
         m.http.stop()
-
-
-def fetch(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-    try:
-        with OPENER.open(urllib.request.Request(url, headers=headers or {}), timeout=5) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, e.read()
-    except OSError:
-        return 0, b""
-
-
-def poll(what: str, probe: Callable[[], Any], deadline_s: float,
-         alive: Callable[[], str] = lambda: "") -> Any:
-    """`probe()` until it returns something truthy; fail with `what` (and why) at the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        result = probe()
-        if result:
-            return result
-        problem = alive()
-        if problem or time.monotonic() > deadline:
-            pytest.fail(f"{what}: {problem or f'not within {deadline_s:g} s'}")
-        time.sleep(0.2)
 
 
 def test_promtool_accepts_a_real_scrape(matcher):
@@ -137,18 +98,11 @@ def test_real_prometheus_sees_a_running_daemons_counter_increase(tmp_path):
                            builtin=True)
     daemon.start()
     try:
-        url = poll("daemon serving", lambda: _served_url(daemon), 20)
+        url = poll("daemon serving", lambda: served_url(daemon), 20)
         _prometheus_sees_increase(tmp_path, url, log, daemon)
     finally:
         if daemon.proc is not None:
             daemon.stop()
-
-
-def _served_url(daemon: Any) -> str | None:
-    for line in daemon.err.read_text().splitlines():
-        if '"serving"' in line:
-            return json.loads(line)["url"]
-    return None
 
 
 def _prometheus_sees_increase(tmp_path: Path, url: str, log: Path, daemon: Any) -> None:
@@ -156,35 +110,9 @@ def _prometheus_sees_increase(tmp_path: Path, url: str, log: Path, daemon: Any) 
     pattern_id = next(r.id for r in catalog.records
                       if r.slug == "transformers-backend-model-class-not-found")
     target = url.split("//", 1)[1]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: sglang-matcher\n    static_configs:\n"
-        f"      - targets: ['{target}']\n")
-    plog = tmp_path / "prometheus.log"
-    with plog.open("wb") as out:
-        proc = subprocess.Popen(
-            [tool("prometheus"), f"--config.file={config}",
-             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-             "--log.level=warn"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
-    api = f"http://127.0.0.1:{port}"
-
-    def alive() -> str:
-        if proc.poll() is None:
-            return ""
-        return f"prometheus exited with {proc.returncode}:\n{plog.read_text()[-3000:]}"
-
-    def query(q: str) -> list[dict[str, Any]]:
-        status, body = fetch(f"{api}/api/v1/query?" + urllib.parse.urlencode({"query": q}))
-        return json.loads(body)["data"]["result"] if status == 200 else []
-
     series = f'sglang_log_errors_total{{pattern_id="{pattern_id}"}}'
-    try:
-        poll("prometheus ready", lambda: fetch(f"{api}/-/ready")[0] == 200, 30, alive)
+    with Prometheus(tmp_path, [target]) as prom:
+        query, alive = prom.query, prom.alive
         # The zero series is scraped before the first error: that is what makes increase() work.
         zero = poll("first scrape of the zero series", lambda: query(series), 30, alive)
         assert [r["value"][1] for r in zero] == ["0"]
@@ -197,16 +125,8 @@ def _prometheus_sees_increase(tmp_path: Path, url: str, log: Path, daemon: Any) 
         assert record is not None
         assert labels == {"pattern_id": pattern_id, "error_class": record.error_class,
                           "severity": record.severity, **STATIC}
-        targets = json.loads(fetch(f"{api}/api/v1/targets")[1])["data"]["activeTargets"]
-        assert [(t["health"], t["lastError"]) for t in targets] == [("up", "")]
+        assert [(t["health"], t["lastError"]) for t in prom.targets()] == [("up", "")]
         status, body = fetch(url + "/metrics")
         checked = subprocess.run([tool("promtool"), "check", "metrics"], input=body, check=False,
                                  capture_output=True, timeout=30)
         assert (status, checked.returncode, checked.stdout, checked.stderr) == (200, 0, b"", b"")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
