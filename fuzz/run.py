@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # fuzz this checkout's matcher, installed or not
 TARGETS = ("pipeline", "catalog", "checkpoint")
 
 
