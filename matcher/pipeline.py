@@ -99,7 +99,8 @@ class Pipeline:
         skipped = splitter.skipped
         taken: list[Line] = []
         records: list[Record] = []
-        for line in splitter.feed_sparse(chunk, hits, framer.idle):
+        for raw in splitter.feed_sparse(chunk, hits, framer.idle):
+            line = cap_line(raw, self.max_line_bytes)  # as `decode` caps it: U+FFFD is 3 bytes
             taken.append(line)
             records.extend(framer.feed(line, now))
         self._count(source, taken)
