@@ -55,8 +55,10 @@ def _events(data: bytes, cuts: list[int], fmt: str) -> list[tuple]:
     for a, b in zip(bounds, bounds[1:]):
         out += p.feed(Chunk(data[a:b], "s", b), 1.0)
     out += p.drain(100.0)
-    return [(e.event, e.pattern_id, e.message, tuple(sorted(e.captures.items())), e.offset,
-             e.traceback) for e in out]
+    # Compared as a sorted list: the order of events follows when each record was seen to end,
+    # which a cut can move (an open traceback ends after a line record that started later).
+    return sorted((e.event, e.pattern_id, e.message, tuple(sorted(e.captures.items())), e.offset,
+                   e.traceback) for e in out)
 
 
 @SETTINGS
