@@ -210,7 +210,7 @@ def calls(log: CapturingLogger) -> list[tuple[str, str, dict[str, object]]]:
 def test_telemetry_counts_and_logs_each_notice_in_one_call():
     """Each report moves its series and writes one redacted log entry (or none, for per-chunk counts)."""
     registry = CollectorRegistry()
-    tel, log = telemetry(registry)
+    tel, log = telemetry(registry, wall=lambda: 1700000000.0)
     c = {"cluster": "c1"}
     assert registry.get_sample_value("sglang_matcher_reloads_total", {"result": "failed", **c}) == 0
     assert registry.get_sample_value("sglang_matcher_checkpoint_failures_total", c) == 0
@@ -239,6 +239,8 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
         ("sglang_matcher_lines_truncated_total", (("source", "server"),)): 2.0,
         ("sglang_matcher_checkpoint_writes_total", ()): 1.0,
         ("sglang_matcher_checkpoint_failures_total", ()): 1.0,
+        ("sglang_matcher_heartbeat_timestamp_seconds", ()): 1700000000.0,
+        ("sglang_matcher_last_checkpoint_success_timestamp_seconds", ()): 1700000000.0,
         ("sglang_matcher_reloads_total", (("result", "ok"),)): 1.0,
         ("sglang_matcher_reloads_total", (("result", "failed"),)): 1.0,
         ("sglang_matcher_events_suppressed_total", ()): 7.0,
