@@ -17,10 +17,11 @@ traceback or aggregation window) are read again.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import select
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -60,18 +61,34 @@ def load_checked_catalog(config: Config) -> Catalog:
     return catalog
 
 
-class _Wakeup:
-    """Lets watchdog's thread and signal handlers cut the main loop's sleep short."""
+class Wakeup:
+    """Cuts the main loop's sleep short: watchdog's thread and signal handlers call `set()`.
+
+    A pipe, not a `threading.Event`. A Python signal handler runs in the main thread between two
+    bytecodes — possibly while that thread is inside `Event.wait()` holding the Event's lock —
+    and `Event.set()` from the handler then waits for that lock forever: SIGTERM was ignored
+    and the daemon had to be killed (seen once in CI). Writing a byte to a pipe takes no lock.
+    """
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._poll = select.poll()  # poll, not select: no limit on the descriptor's number
+        self._poll.register(self._read_fd, select.POLLIN)
 
     def set(self) -> None:
-        self._event.set()
+        try:
+            os.write(self._write_fd, b"\0")
+        except OSError:
+            pass  # pipe full (a wake-up is pending anyway) or closed at exit
 
     def wait(self, timeout: float) -> None:
-        self._event.wait(timeout)
-        self._event.clear()
+        """Sleep up to `timeout` seconds, less if `set()` was called since the last wait."""
+        if self._poll.poll(max(0, math.ceil(timeout * 1000))):
+            try:
+                while os.read(self._read_fd, 4096):
+                    pass
+            except BlockingIOError:
+                pass  # drained
 
 
 class Daemon:
@@ -142,7 +159,7 @@ class Daemon:
                 [unit], name=name, directory=config.journal_directory,
                 after_cursor=state.journal.get(name),
                 from_beginning=config.journal_from_beginning or config.from_beginning))
-        self.wakeup = _Wakeup()
+        self.wakeup = Wakeup()
         self.notifier = Notifier.from_env()  # systemd Type=notify; a no-op elsewhere
         self._stop = False
         self._reload = False

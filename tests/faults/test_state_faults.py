@@ -56,10 +56,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, scale):
             before = d.seqs() if d.out.exists() else Counter()
             d.start()
             wait_for(lambda: False, rng.uniform(0.3, 2.0))  # a random moment to die
-            d.kill()
-            # An event half-written at the kill is not delivered; its line comes again.
-            text = d.out.read_bytes()
-            d.out.write_bytes(text[: text.rfind(b"\n") + 1])
+            d.kill()  # drops an event half-written at the kill; its line comes again
             ran = d.seqs() - before
             resume = _seq_at(log, _checkpoint_offset(d.state, log))
             redelivered.append(sum(1 for s in ran if s >= resume))
