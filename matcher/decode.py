@@ -325,6 +325,19 @@ class LineDecoder:
         """Start of the earliest partial line still waiting for its last piece."""
         return min((p.offset for p in self._partials.values()), default=None)
 
+    def detect(self, data: bytes) -> None:
+        """Decide the format from the first non-blank complete line of a source's first bytes
+        (what `decode` would decide on that line); undecided if there is none."""
+        pos = 0
+        while self.detected is None:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                return
+            text = _decode(data[pos:min(nl, pos + self.raw_max_line_bytes)])  # as split
+            if text.strip():
+                self.detected = detect_format(text)
+            pos = nl + 1
+
     def decode(self, line: Line) -> list[Line]:
         fmt = self.detected
         if fmt is None:

@@ -84,6 +84,8 @@ class Pipeline:
         splitter = self._splitter(source, decoder)
         self.stats.bytes += len(chunk.data)
         prefilter = self.engine.chunk_prefilter
+        if decoder.detected is None and not splitter.pending_bytes:
+            decoder.detect(chunk.data)  # so that a first chunk of plain text is read sparsely
         if prefilter is not None and decoder.detected == "plain":
             return self._feed_sparse(chunk, splitter, prefilter.hits, now)
         lines = self._decode(source, decoder, splitter.feed(chunk))
