@@ -9,10 +9,13 @@ from a child process`) that follows a root cause within the window is attached t
 
 With `early` (the daemon), a group does not wait for its whole window when nothing more can
 join it: a failure without ranks is emitted at once, and one with ranks as soon as every rank
-the source has shown (`expected`) has reported it. A rank or a consequence that comes later
-within the window is folded into the group already emitted — not counted, not printed again —
-so an event may list fewer ranks than printed the error when some rank had not yet shown
-itself in the log; the count of failures stays right. `scan` waits, and lists every rank.
+the source has shown (`expected`) has reported it, or `rank_grace` seconds (of arrival time)
+after its first rank did, whichever comes first. Ranks that crash together print within
+milliseconds of each other; a failure on one rank among eight (an OOM, a NaN) would otherwise
+wait the whole window for ranks that will never print it. A rank or a consequence that comes
+later within the window is folded into the group already emitted — not counted, not printed
+again — so an event may list fewer ranks than printed the error; the count of failures stays
+right. `scan` waits, and lists every rank.
 
 Repeats (a crash loop) are rate-limited when `repeat_interval` is set: at most one printed event
 per error per interval; the others come out `quiet` — counted by the metrics sink, not printed —
@@ -34,6 +37,7 @@ from datetime import datetime
 from matcher.types import Event, Match, Record
 
 DEFAULT_WINDOW = 5.0
+DEFAULT_RANK_GRACE = 0.1
 MAX_TRACEBACK_CHARS = 8192
 
 _MASKS = (
@@ -120,9 +124,11 @@ class Aggregator:
         labels: dict[str, str] | None = None,
         repeat_interval: float = 0.0,
         early: bool = False,
+        rank_grace: float = DEFAULT_RANK_GRACE,
     ) -> None:
         self.window = window
         self.early = early
+        self.rank_grace = rank_grace
         self._closed: dict[tuple[object, ...], _Closed] = {}
         self._closed_cause: _Closed | None = None
         self.repeat_interval = repeat_interval
@@ -181,11 +187,24 @@ class Aggregator:
         return out
 
     def tick(self, now: float) -> list[Event]:
-        return self._expire(None, now)
+        out = self._expire(None, now)
+        if self.early:
+            late = [g for g in self._open.values() if g.observed + self.rank_grace <= now]
+            out += sorted((self._close_early(g) for g in late), key=lambda e: e.offset)
+        return out
 
     def holding(self) -> bool:
         """Groups wait for their window to end."""
         return bool(self._open)
+
+    def due_in(self, now: float) -> float | None:
+        """Seconds until `tick` has something to emit (None: nothing open). The daemon sleeps
+        no longer than this, so an early event leaves on time."""
+        if not self._open:
+            return None
+        if self.early:
+            return max(0.0, min(g.observed for g in self._open.values()) + self.rank_grace - now)
+        return max(0.0, min(g.now_t for g in self._open.values()) + self.window - now)
 
     def open_offsets(self, source: str) -> list[int]:
         """Where the earliest record of `source` in each group not yet emitted starts."""

@@ -62,8 +62,10 @@ class Config:
     labels_from_env: Mapping[str, str] = field(default_factory=dict)
     redact_patterns: tuple[str, ...] = ()
     aggregate_window: float = 5.0
-    # Emit a failure once every rank the log has shown reported it, not at the window's end.
+    # Emit a failure once every rank the log has shown reported it, or `rank_grace` seconds after
+    # its first rank did — not at the window's end.
     early_events: bool = True
+    rank_grace: float = 0.1
     repeat_interval: float = 60.0
     events_file: Path | None = None
 

@@ -181,6 +181,7 @@ class Daemon:
             input_format=self.config.input_format,
             repeat_interval=self.config.repeat_interval,
             early=self.config.early_events,
+            rank_grace=self.config.rank_grace,
         )
 
     def request_stop(self, *_: object) -> None:
@@ -242,6 +243,9 @@ class Daemon:
                     # Idle: file events wake us; short naps only while something waits on a
                     # clock (an open traceback, a rank window, a partial line).
                     nap = 0.25 if self.pipeline.holding() else 1.0
+                    due = self.pipeline.due_in(self.clock())
+                    if due is not None:  # an event waits on its ranks' grace: wake for it
+                        nap = min(nap, max(0.005, due))
                     self.wakeup.wait(self.notifier.max_nap(min(self.config.poll_interval, nap)))
         finally:
             self.shutdown()

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from matcher.aggregate import DEFAULT_WINDOW, Aggregator
+from matcher.aggregate import DEFAULT_RANK_GRACE, DEFAULT_WINDOW, Aggregator
 from matcher.decode import (
     DEFAULT_MAX_LINE_BYTES,
     INPUT_FORMATS,
@@ -60,13 +60,15 @@ class Pipeline:
         input_format: str = "auto",
         repeat_interval: float = 0.0,
         early: bool = False,
+        rank_grace: float = DEFAULT_RANK_GRACE,
     ) -> None:
         if input_format not in INPUT_FORMATS:
             raise ValueError(f"input format {input_format!r} is not one of "
                              f"{', '.join(INPUT_FORMATS)}")
         self.engine = engine
         self.aggregator = Aggregator(window=window, catalog_version=catalog_version, labels=labels,
-                                     repeat_interval=repeat_interval, early=early)
+                                     repeat_interval=repeat_interval, early=early,
+                                     rank_grace=rank_grace)
         self.max_line_bytes = max_line_bytes
         self.flush_after = flush_after
         self.input_format = input_format
@@ -204,6 +206,10 @@ class Pipeline:
             or any(s.partial_offset is not None for s in self._splitters.values())
             or any(d.pending_offset is not None for d in self._decoders.values())
         )
+
+    def due_in(self, now: float) -> float | None:
+        """Seconds until `tick` would emit an event held for its ranks (None: none is held)."""
+        return self.aggregator.due_in(now)
 
     def detected_format(self, source: str) -> str | None:
         """The container format `source` is read as (None until its first non-empty line)."""

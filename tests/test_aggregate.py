@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from matcher.aggregate import Aggregator, fingerprint, mask_message
 from matcher.catalog.check import frame_text
 from matcher.engine import Engine
@@ -177,3 +179,29 @@ def test_without_early_the_group_waits_for_its_window():
     records = frame_text("".join(lines))
     assert [agg.add(r, engine_with(NCCL).match(r), 0.0, ["TP0", "TP1"]) for r in records] == [[], []]
     assert [e.ranks for e in agg.finish()] == [("TP0", "TP1")]
+
+
+def test_early_event_on_one_rank_of_many_leaves_after_the_grace_and_others_fold_in():
+    """An OOM on TP3 of eight: the others never print it. It leaves `rank_grace` after arrival,
+    not at the window's end; TP5 printing it later within the window adds no event."""
+    agg = Aggregator(window=5.0, early=True, rank_grace=0.1)
+    engine = engine_with(NCCL)
+    ranks = [f"TP{i}" for i in range(8)]
+    first, later = frame_text(NCCL_LINE.format(s=0, r=3) + NCCL_LINE.format(s=1, r=5))
+    assert agg.add(first, engine.match(first), 10.0, ranks) == []
+    assert agg.due_in(10.0) == pytest.approx(0.1)
+    assert agg.tick(10.05) == []
+    assert agg.due_in(10.05) == pytest.approx(0.05)
+    [event] = agg.tick(10.1)
+    assert (event.pattern_id, event.ranks, event.occurrences) == ("nccl-test", ("TP3",), 1)
+    assert agg.due_in(10.1) is None
+    assert agg.add(later, engine.match(later), 10.2, ranks) == []
+    assert agg.finish() == []
+
+
+def test_without_early_due_in_is_the_window_end():
+    agg = Aggregator(window=5.0, rank_grace=0.1)
+    [record] = frame_text(NCCL_LINE.format(s=0, r=3))
+    agg.add(record, engine_with(NCCL).match(record), 10.0, ["TP3", "TP4"])
+    assert agg.due_in(11.0) == pytest.approx(4.0)
+    assert agg.tick(11.0) == []
