@@ -208,7 +208,7 @@ class Pipeline:
         )
 
     def due_in(self, now: float) -> float | None:
-        """Seconds until `tick` would emit an event held for its ranks (None: none is held)."""
+        """Seconds until `tick` would emit an event the aggregator holds (None: none held)."""
         return self.aggregator.due_in(now)
 
     def detected_format(self, source: str) -> str | None:

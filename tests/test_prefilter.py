@@ -163,3 +163,22 @@ def test_a_catalog_with_a_pattern_no_literal_covers_gets_no_prefilter():
     assert literal_cover(r"(?:Missing port|Empty host in)") == ("Missing port", "Empty host in")
     assert ChunkPrefilter.build([None], ()) is None
     assert ChunkPrefilter.build([(("Missing port",), False)], ()) is not None
+
+
+def test_auto_format_decides_plain_from_the_first_chunk_and_reads_it_sparsely(engines):
+    """A scan of a small log is one chunk: undecided until its first line, it must not fall
+    back to framing every line. A CRI first chunk is decoded, never skipped over."""
+    sparse, dense = engines
+    data = spliced(1)
+    expected = run(dense, data, len(data))
+    auto = Pipeline(sparse)  # input_format "auto"
+    events = auto.feed(Chunk(data, "s", len(data)))
+    skipped = auto._splitters["s"].skipped
+    assert events + auto.finish() == expected[0]
+    assert skipped > 3000 * 0.9
+    cri = b"".join(b"2026-01-01T12:00:00.000000000Z stderr F " + line + b"\n"
+                   for line in data.splitlines())
+    auto = Pipeline(sparse)
+    events = auto.feed(Chunk(cri, "c", len(cri)))
+    assert auto.detected_format("c") == "cri" and auto._splitters["c"].skipped == 0
+    assert [e.pattern_id for e in events + auto.finish()] == [e.pattern_id for e in expected[0]]

@@ -16,6 +16,8 @@ import pytest
 
 from watch_harness import REPO, DaemonProcess, wait_for, writer
 
+from matcher.testing import line_for
+
 
 def exactly_once(seqs: Counter[int], n: int, start: int = 0) -> None:
     assert sorted(seqs) == list(range(start, start + n)), "lost lines"
@@ -250,3 +252,23 @@ def test_real_logrotate_while_writing(tmp_path, mode, glob):
     assert [s for s, c in seqs.items() if c != 1] == []
     assert set(on_disk) <= set(seqs) <= set(range(3000))
     assert len(seqs) >= 3000 - 10 * rotations  # the window is a few lines per rotation
+
+
+def test_a_failure_on_one_rank_of_eight_is_emitted_without_waiting_the_window(tmp_path):
+    """The log has shown TP0..TP7; TP3 alone fails. With a 60 s rank window the event must
+    still come at once (`rank_grace`), and TP5 printing the same failure later adds nothing."""
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"[2026-01-01 12:00:00 TP{r}] Decode batch. #running-req: 1\n"
+                           for r in range(8)))
+    with DaemonProcess(tmp_path, [str(log)], "--from-beginning",
+                       env={"SGLANG_MATCHER_AGGREGATE_WINDOW": "60"}) as d:
+        wait_for(lambda: b'"file_opened"' in d.err.read_bytes())
+        with log.open("a") as f:
+            f.write(line_for(7, "TP3") + "\n")
+        # well inside the 60 s window: only the grace can have let it out
+        assert wait_for(lambda: d.seqs(), 20) == Counter({7: 1})
+        with log.open("a") as f:
+            f.write(line_for(7, "TP5") + "\n")
+        assert d.stop() == 0
+    [event] = [e for e in d.events() if e.get("pattern_id") == "injected-failure"]
+    assert event["ranks"] == ["TP3"]
