@@ -52,7 +52,7 @@ class Config:
     rotate_wait: float = 5.0
     fingerprint_bytes: int = 1024
     max_line_bytes: int = 1024 * 1024
-    read_chunk_bytes: int = 256 * 1024
+    read_chunk_bytes: int = 1024 * 1024
     journal_units: tuple[str, ...] = ()
     journal_directory: Path | None = None
     journal_from_beginning: bool = False

@@ -355,7 +355,7 @@ class Daemon:
                 self.telemetry.lines_truncated(f.pattern, stats.lines_truncated - cut, path=f.path)
             bad_utf8, f.utf8_carry = count_invalid(f.utf8_carry, data)
             self.telemetry.malformed_input(f.pattern, path=f.path, invalid_utf8=bad_utf8,
-                                           nul_byte=data.count(b"\0"),
+                                           nul_byte=data.count(b"\0") if b"\0" in data else 0,
                                            container_format=stats.lines_malformed - malformed)
             return True
         partial_start = self.pipeline.partial_line_start(f.source_id)
