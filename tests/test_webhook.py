@@ -229,3 +229,18 @@ def test_only_http_urls_are_accepted_and_errors_do_not_leak_credentials():
         with pytest.raises(ValueError) as e:
             WebhookSink(url, redactor=Redactor())
         assert "hunter2secret" not in str(e.value)
+
+
+def test_retries_wait_doubling_delays_under_the_ceiling(make_sink, registry, monkeypatch):
+    """0.01, 0.02, 0.04, then the 0.05 ceiling: a dead endpoint is not hammered."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sink = make_sink(f"http://127.0.0.1:{port}/hook", max_retries=5, backoff_max=0.05)
+    waits: list[float] = []
+    real_sleep = sink._sleep
+    monkeypatch.setattr(sink, "_sleep", lambda s: waits.append(s) or real_sleep(s))
+    sink.accept([event()])
+    wait_for(lambda: value(registry, "sglang_matcher_webhook_failed_total",
+                           reason="retries_exhausted") == 1)
+    assert waits == [0.01, 0.02, 0.04, 0.05, 0.05]

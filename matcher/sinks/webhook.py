@@ -28,6 +28,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from matcher import __version__
+from matcher.backoff import Backoff
 from matcher.redact import Redactor
 from matcher.sinks.events import event_dict
 from matcher.telemetry import Telemetry
@@ -156,7 +157,7 @@ class WebhookSink:
     def _deliver(self, event: Event) -> None:
         body = json.dumps(event_dict(event, self._redactor), ensure_ascii=False,
                           default=str).encode("utf-8")
-        delay = self._backoff_initial
+        backoff = Backoff(self._backoff_initial, self._backoff_max)
         for attempt in range(self._max_retries + 1):
             outcome, detail = self._post(body)
             if outcome == "ok":
@@ -168,13 +169,12 @@ class WebhookSink:
             if attempt == self._max_retries:
                 self._count("retries_exhausted", detail)
                 return
-            if not self._sleep(min(delay, self._backoff_max)):
+            if not self._sleep(backoff.next_delay()):
                 self._count("shutdown", detail)
                 return
             if self._telemetry is not None:
                 self._telemetry.webhook_retry(endpoint=self.endpoint, detail=detail,
                                               attempt=attempt + 1)
-            delay *= 2
 
     def _post(self, body: bytes) -> tuple[_Outcome, str]:
         request = urllib.request.Request(self.url, data=body, headers=self._headers,

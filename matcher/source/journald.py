@@ -67,6 +67,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal
 
+from matcher.backoff import Backoff
 from matcher.decode import DEFAULT_MAX_LINE_BYTES
 from matcher.types import Line
 
@@ -401,7 +402,7 @@ class JournalSource:
         if after_cursor is not None:  # "nothing processed yet" checkpoints where we started
             self._cursors.append(after_cursor)
             self._cursor_base -= 1
-        self._delay = restart_delay
+        self._backoff = Backoff(restart_delay, max_restart_delay)
         self._restart_at: float | None = 0.0  # start on the first poll()/read()
         self._finished = False
         self._closed = False
@@ -518,7 +519,7 @@ class JournalSource:
         self._close_pipes(run)
         self._run = None
         if run.entries or self._clock() - run.started >= self.max_restart_delay:
-            self._delay = self.restart_delay  # it had worked: start again from the short delay
+            self._backoff.reset()  # it had worked: start again from the short delay
         if not self.follow and returncode == 0:
             self._finished = True
             self._statuses.append(JournalStatus(
@@ -530,8 +531,7 @@ class JournalSource:
             self._statuses.append(JournalStatus(
                 "exited", f"{self.name}: journalctl {detail}", returncode=returncode))
             return
-        delay = self._delay
-        self._delay = min(self._delay * 2, self.max_restart_delay)
+        delay = self._backoff.next_delay()
         self._restart_at = self._clock() + delay
         self._statuses.append(JournalStatus(
             "exited",
@@ -595,8 +595,7 @@ class JournalSource:
             self._statuses.append(JournalStatus("unavailable", f"{self.name}: {what}",
                                                 argv=tuple(argv)))
             return
-        delay = self._delay
-        self._delay = min(self._delay * 2, self.max_restart_delay)
+        delay = self._backoff.next_delay()
         self._restart_at = self._clock() + delay
         self._statuses.append(JournalStatus(
             "unavailable", f"{self.name}: {what}; trying again in {delay:g} s",
