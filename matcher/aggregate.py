@@ -18,7 +18,7 @@ again — so an event may list fewer ranks than printed the error; the count of 
 right. `scan` waits, and lists every rank.
 
 Repeats (a crash loop) are rate-limited when `repeat_interval` is set: at most one printed event
-per error per interval; the others come out `quiet` — counted by the metrics sink, not printed —
+per error per source (one log file, one journal) per interval; the others come out `quiet` — counted by the metrics sink, not printed —
 and the next printed one carries `suppressed: N`.
 
 Time is the log's own timestamp when the line has one, else the `now` the caller passes; the
@@ -132,8 +132,8 @@ class Aggregator:
         self._closed: dict[tuple[object, ...], _Closed] = {}
         self._closed_cause: _Closed | None = None
         self.repeat_interval = repeat_interval
-        self._last_printed: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
+        self._last_printed: dict[tuple[str, str], float] = {}  # (source, error) → time
+        self._suppressed: dict[tuple[str, str], int] = {}
         self.catalog_version = catalog_version
         self.labels = dict(labels or {})
         self._open: dict[tuple[object, ...], _Group] = {}
@@ -254,7 +254,8 @@ class Aggregator:
         (still counted) and the next printed one says how many were held back."""
         if self.repeat_interval <= 0:
             return event
-        key = event.pattern_id or event.fingerprint or ""
+        # Per source: the same failure in another server's log is news, not a repeat.
+        key = (event.source, event.pattern_id or event.fingerprint or "")
         last = self._last_printed.get(key)
         if last is not None and 0 <= t - last < self.repeat_interval:
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
@@ -262,6 +263,9 @@ class Aggregator:
         if len(self._last_printed) > 10_000:  # bounded: forget errors quiet for a whole interval
             self._last_printed = {k: v for k, v in self._last_printed.items()
                                   if t - v < self.repeat_interval}
+            # (their quiet repeats were counted by the metrics already; only the note goes)
+            self._suppressed = {k: n for k, n in self._suppressed.items()
+                                if k in self._last_printed}
         self._last_printed[key] = t
         held = self._suppressed.pop(key, 0)
         return dataclasses.replace(event, suppressed=held) if held else event

@@ -205,3 +205,18 @@ def test_without_early_due_in_is_the_window_end():
     agg.add(record, engine_with(NCCL).match(record), 10.0, ["TP3", "TP4"])
     assert agg.due_in(11.0) == pytest.approx(4.0)
     assert agg.tick(11.0) == []
+
+
+def test_the_same_error_in_another_source_is_printed_not_held_as_a_repeat():
+    """Two servers' logs (a DaemonSet reads many) fail alike within the interval: each source
+    gets its event; a repeat within one source is still quiet."""
+    agg = Aggregator(window=5.0, repeat_interval=60.0)
+    engine = engine_with(NCCL)
+    text = "[2026-01-01 12:00:0{s} TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+    events = []
+    for s, source in enumerate(["pod-a.log", "pod-b.log", "pod-a.log"]):
+        for r in frame_text(text.format(s=s), source):
+            events += agg.add(r, engine.match(r))
+    events += agg.finish()
+    assert [(e.source, e.quiet) for e in events] == [
+        ("pod-a.log", False), ("pod-b.log", False), ("pod-a.log", True)]
