@@ -110,7 +110,8 @@ class LineSplitter:
             pos = nl + 1
 
     def feed_sparse(self, chunk: Chunk, hits: Callable[[bytes], list[int]],
-                    idle: Callable[[], bool]) -> Iterator[Line]:
+                    idle: Callable[[], bool],
+                    skippable: Callable[[bytes, int, int], int] | None = None) -> Iterator[Line]:
         """Like `feed`, but skips the lines nobody needs: while `idle()` holds, only lines where
         `hits` found something (and the line before each) are yielded; the others are counted
         in `skipped` and their bytes passed over. Offsets and line numbers stay as `feed` gives.
@@ -118,6 +119,10 @@ class LineSplitter:
         `idle` is asked again after each yielded line has been consumed (a traceback it opened
         makes every following line needed until it closes), so this is a generator to be
         consumed in step with the framer.
+
+        `skippable(body, start, end)`, when given, says how far from `start` (a line start, at
+        most `end`) the lines may be passed over at all: a container format's line that its
+        decoder would treat specially (a partial, a malformed line) is read even without a hit.
         """
         data = chunk.data
         start = chunk.end_offset - len(data)
@@ -138,17 +143,21 @@ class LineSplitter:
                 while i < len(found) and found[i] <= pos:
                     i += 1
                 if i == len(found):
-                    self._skip(body, pos, n, base)
-                    break
-                # The line holding the hit (which ends at found[i]), and the one before it.
-                target = body.rfind(b"\n", pos, found[i] - 1) + 1
-                if target <= pos:
-                    target = pos
-                before = body.rfind(b"\n", pos, target - 1) + 1 if target > pos else pos
-                if before < pos:
-                    before = pos
+                    before = n
+                else:
+                    # The line holding the hit (which ends at found[i]), and the one before it.
+                    target = body.rfind(b"\n", pos, found[i] - 1) + 1
+                    if target <= pos:
+                        target = pos
+                    before = body.rfind(b"\n", pos, target - 1) + 1 if target > pos else pos
+                    if before < pos:
+                        before = pos
+                if skippable is not None:
+                    before = skippable(body, pos, before)
                 self._skip(body, pos, before, base)
-                pos = before
+                if before == n:
+                    break
+                pos = before  # the line read next: needed, or one its format makes special
             end = body.find(b"\n", pos)
             line = self._line(body[pos:end], base + pos, base + end + 1)
             pos = end + 1
@@ -207,6 +216,35 @@ _CRI = re.compile(
     r" (?P<stream>stdout|stderr) (?P<tag>[PF])(?::\S*)?(?: |$)"
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A CRI line that `LineDecoder` passes on whole and unchanged but for its prefix: a final (`F`)
+# piece, well-formed. Stricter than `_CRI` (ASCII digits, no `:suffix` on the tag), so a line it
+# accepts is one `_CRI` accepts; what it refuses is read in full, which is always right.
+_CRI_F_RAW = (
+    rb"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    rb"T(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
+    rb" (?:stdout|stderr) F[ \n]"
+)
+_CRI_F_LINE = re.compile(_CRI_F_RAW)
+_CRI_OTHER_LINE = re.compile(rb"\n(?!" + _CRI_F_RAW + rb")")  # a newline before any other line
+
+
+def cri_skippable(body: bytes, start: int, end: int) -> int:
+    """How far from `start` (a line start) the lines of `body[start:end]` are plain CRI `F`
+    lines, which a sparse read may pass over: the start of the first other line, else `end`.
+
+    A `P` piece must be read (it opens a partial line, and a literal may straddle its pieces,
+    so the prefilter may not have pointed at it), and with it the line before, which the framer
+    reads for the rank and time of an unprefixed traceback; a malformed line must be read too
+    (it is counted). One C-level search over the bytes.
+    """
+    if start >= end:
+        return end
+    if _CRI_F_LINE.match(body, start, end) is None:
+        return start
+    other = _CRI_OTHER_LINE.search(body, start, end - 1)
+    if other is None:
+        return end
+    return max(start, body.rfind(b"\n", start, other.start()) + 1)
 
 
 def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:

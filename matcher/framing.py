@@ -57,7 +57,8 @@ _MAX_BLANK_RUN = 2
 # at line ends; each is a superset of what `feed` tests, so a line without any is a plain line.
 RECORD_START_SIGNS: tuple[bytes, ...] = (
     rb"Traceback \(most recent call last\):",
-    rb"^(?:\[[^\]\n]*\] ?)?[A-Za-z_][A-Za-z0-9_.]*"
+    # an exception line at the start of a line's content (after a CRI prefix, if any)
+    rb"^(?:\S+ (?:stdout|stderr) [PF]\S* )?(?:\[[^\]\n]*\] ?)?[A-Za-z_][A-Za-z0-9_.]*"
     rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)",
     rb"\x1b",
     rb"\\u001b",

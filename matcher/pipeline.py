@@ -29,6 +29,7 @@ from matcher.decode import (
     LineDecoder,
     LineSplitter,
     cap_line,
+    cri_skippable,
 )
 from matcher.engine import Engine
 from matcher.framing import Framer
@@ -88,25 +89,42 @@ class Pipeline:
         prefilter = self.engine.chunk_prefilter
         if decoder.detected is None and not splitter.pending_bytes:
             decoder.detect(chunk.data)  # so that a first chunk of plain text is read sparsely
-        if prefilter is not None and decoder.detected == "plain":
-            return self._feed_sparse(chunk, splitter, prefilter.hits, now)
+        if prefilter is not None and decoder.detected in ("plain", "cri"):
+            return self._feed_sparse(chunk, splitter, decoder, prefilter.hits, now)
         lines = self._decode(source, decoder, splitter.feed(chunk))
         self._positions[source] = splitter.position
         return self._frame(source, lines, now)
 
-    def _feed_sparse(self, chunk: Chunk, splitter: LineSplitter,
+    def _feed_sparse(self, chunk: Chunk, splitter: LineSplitter, decoder: LineDecoder,
                      hits: Callable[[bytes], list[int]], now: float) -> list[Event]:
-        """Plain text: only the lines the chunk prefilter points at are framed and matched
-        while no record is open (`matcher.prefilter` says why that loses nothing)."""
+        """Plain text and CRI: only the lines the chunk prefilter points at are framed and
+        matched while no record is open (`matcher.prefilter` says why that loses nothing).
+
+        CRI lines go through their decoder as in `feed`; only well-formed final (`F`) lines are
+        ever passed over, and none while a partial line is open, so each line skipped is one
+        content line that `feed` would have framed to nothing.
+        """
         source = chunk.source
         framer = self._framer(source)
         skipped = splitter.skipped
-        taken: list[Line] = []
         records: list[Record] = []
-        for raw in splitter.feed_sparse(chunk, hits, framer.idle):
-            line = cap_line(raw, self.max_line_bytes)  # as `decode` caps it: U+FFFD is 3 bytes
-            taken.append(line)
-            records.extend(framer.feed(line, now))
+        if decoder.detected == "cri":
+            before = decoder.malformed
+            taken: list[Line] = []
+            for raw in splitter.feed_sparse(
+                    chunk, hits, lambda: framer.idle() and decoder.pending_offset is None,
+                    cri_skippable):
+                for line in decoder.decode(raw):
+                    taken.append(line)
+                    records.extend(framer.feed(line, now))
+            self._count_malformed(source, decoder.malformed - before)
+            self.stats.by_source_format[source] = "cri"
+        else:
+            taken = []
+            for raw in splitter.feed_sparse(chunk, hits, framer.idle):
+                line = cap_line(raw, self.max_line_bytes)  # as `decode` caps it: U+FFFD is 3 bytes
+                taken.append(line)
+                records.extend(framer.feed(line, now))
         self._count(source, taken)
         self._count_skipped(source, splitter.skipped - skipped)
         self._positions[source] = splitter.position
@@ -225,13 +243,15 @@ class Pipeline:
             lines.extend(decoder.decode(line))
         if decoder.detected is not None:
             self.stats.by_source_format[source] = decoder.detected
-        bad = decoder.malformed - before
+        self._count_malformed(source, decoder.malformed - before)
+        self._count(source, lines)
+        return lines
+
+    def _count_malformed(self, source: str, bad: int) -> None:
         if bad:
             self.stats.lines_malformed += bad
             self.stats.by_source_malformed[source] = \
                 self.stats.by_source_malformed.get(source, 0) + bad
-        self._count(source, lines)
-        return lines
 
     def _frame(self, source: str, lines: list[Line], now: float) -> list[Event]:
         if not lines:

@@ -48,8 +48,10 @@ def engines() -> tuple[Engine, Engine]:
     return sparse, dense
 
 
-def run(engine: Engine, data: bytes, chunk: int) -> tuple[list, int, int | None, int, int]:
-    pipeline = Pipeline(engine, input_format="plain")
+def run(engine: Engine, data: bytes, chunk: int, fmt: str = "plain"
+        ) -> tuple[list, int, int | None, int, int, int]:
+    """(events, lines, checkpoint, line number reached, malformed lines, lines skipped)."""
+    pipeline = Pipeline(engine, input_format=fmt)
     events = []
     for start in range(0, len(data), chunk):
         piece = data[start:start + chunk]
@@ -57,7 +59,8 @@ def run(engine: Engine, data: bytes, chunk: int) -> tuple[list, int, int | None,
     checkpoint = pipeline.checkpoint_offset("s")
     splitter = pipeline._splitters["s"]
     events += pipeline.finish()
-    return events, pipeline.stats.lines, checkpoint, splitter._lineno, splitter.skipped
+    return (events, pipeline.stats.lines, checkpoint, splitter._lineno,
+            pipeline.stats.lines_malformed, splitter.skipped)
 
 
 def traffic(rng: random.Random, n: int) -> list[str]:
@@ -90,13 +93,13 @@ def test_each_real_log_gives_the_same_events_with_and_without_skipping(engines, 
 def test_real_logs_amid_traffic_give_the_same_events_and_most_lines_are_skipped(engines, seed):
     sparse, dense = engines
     data = spliced(seed)
-    events, lines, checkpoint, lineno, skipped = run(dense, data, 1 << 20)
+    events, lines, checkpoint, lineno, _, skipped = run(dense, data, 1 << 20)
     assert skipped == 0
     for chunk in (1 << 20, 65536, 1999):
         got = run(sparse, data, chunk)
         assert got[:4] == (events, lines, checkpoint, lineno), chunk
         if chunk == 1 << 20:
-            assert got[4] > 3000 * 0.9, "traffic lines are passed over, not framed"
+            assert got[5] > 3000 * 0.9, "traffic lines are passed over, not framed"
 
 
 def test_an_unprefixed_traceback_at_a_chunk_start_keeps_the_rank_of_the_line_before(engines):
@@ -180,5 +183,56 @@ def test_auto_format_decides_plain_from_the_first_chunk_and_reads_it_sparsely(en
                    for line in data.splitlines())
     auto = Pipeline(sparse)
     events = auto.feed(Chunk(cri, "c", len(cri)))
-    assert auto.detected_format("c") == "cri" and auto._splitters["c"].skipped == 0
+    assert auto.detected_format("c") == "cri" and auto._splitters["c"].skipped > 3000 * 0.9
     assert [e.pattern_id for e in events + auto.finish()] == [e.pattern_id for e in expected[0]]
+
+
+# -- CRI (/var/log/pods): the same, through the decoder ----------------------------------------
+
+def to_cri(data: bytes, seed: int) -> bytes:
+    """Each line as a kubelet would write it: a stream each, some cut into `P` pieces (at any
+    byte, so inside a literal or a UTF-8 character too, and now and then with the other
+    stream's line in between), and a few lines that are not CRI at all."""
+    rng = random.Random(seed)
+    out: list[bytes] = []
+    for i, line in enumerate(data.split(b"\n")[:-1]):
+        ts = b"2026-01-01T12:%02d:%02d.%09dZ" % (i // 60 % 60, i % 60, i)
+        stream = rng.choice([b"stdout", b"stderr"])
+        roll = rng.random()
+        if roll < 0.01:
+            out.append(b"garbage that is not a CRI line " + line[:20])
+        if roll < 0.06 and len(line) > 2:
+            cut = rng.randrange(1, len(line))
+            out.append(ts + b" " + stream + b" P " + line[:cut])
+            if rng.random() < 0.3:
+                other = b"stdout" if stream == b"stderr" else b"stderr"
+                out.append(ts + b" " + other + b" F interleaved traffic line")
+            out.append(ts + b" " + stream + b" F " + line[cut:])
+        else:
+            out.append(ts + b" " + stream + b" F " + line)
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_cri_logs_give_the_same_events_counts_and_positions_with_skipping(engines, seed):
+    """Real logs amid traffic, as CRI with partials, interleaved streams and malformed lines:
+    events, line and malformed counts, line numbers and checkpoints as when every line is
+    decoded; and most traffic lines are passed over."""
+    sparse, dense = engines
+    data = to_cri(spliced(seed), seed)
+    expected = run(dense, data, 1 << 20, "cri")
+    assert expected[5] == 0 and expected[4] > 0 and len(expected[0]) > 10
+    for chunk in (1 << 20, 65536, 1999):
+        got = run(sparse, data, chunk, "cri")
+        assert got[:5] == expected[:5], chunk
+        if chunk == 1 << 20:
+            assert got[5] > 3000 * 0.8, "traffic lines are passed over, not decoded"
+
+
+@pytest.mark.parametrize("log", REAL_LOGS, ids=lambda p: p.name)
+def test_each_real_log_as_cri_gives_the_same_events_with_and_without_skipping(engines, log):
+    sparse, dense = engines
+    data = to_cri(log.read_bytes().rstrip(b"\n") + b"\n", 7)
+    expected = run(dense, data, 1 << 20, "cri")
+    for chunk in (1 << 20, 4096, 211):
+        assert run(sparse, data, chunk, "cri")[:5] == expected[:5], (log.name, chunk)
