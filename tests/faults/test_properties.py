@@ -6,6 +6,8 @@ The same targets are fuzzed by coverage with `python fuzz/run.py --seconds N` (a
 
 from __future__ import annotations
 
+import copy
+
 import io
 import json
 import os
@@ -43,6 +45,12 @@ FRAGMENTS = [
     b"ValueError: --enable-int8-mamba-checkpoint only supports the built-in mamba radix cache\n",
     b"Received sigquit from a child process. It usually means the child failed.\n",
     b"  + Exception Group Traceback (most recent call last):\n", b"  | ValueError: x\n",
+    # CRI lines, one with a literal cut between two pieces, so that no piece holds it whole
+    b"2026-01-01T00:00:00Z stdout P Traceback (\n",
+    b"2026-01-01T00:00:00Z stdout F most recent call last):\n",
+    b"2026-01-01T00:00:00Z stderr F [2026-01-01 00:00:00 TP5] x\n",
+    b'2026-01-01T00:00:00Z stdout F   File "/x.py", line 3, in f\n',
+    b"2026-01-01T00:00:00Z stdout F RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n",
 ]
 log_bytes = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=40)),
                      max_size=60).map(b"".join)
@@ -59,6 +67,33 @@ def _events(data: bytes, cuts: list[int], fmt: str) -> list[tuple]:
     # which a cut can move (an open traceback ends after a line record that started later).
     return sorted((e.event, e.pattern_id, e.message, tuple(sorted(e.captures.items())), e.offset,
                    e.traceback) for e in out)
+
+
+DENSE = copy.copy(ENGINE)
+DENSE.chunk_prefilter = None  # the same engine, every line read
+
+
+def _pipeline_run(engine: Engine, data: bytes, cuts: list[int], fmt: str) -> tuple:
+    p = Pipeline(engine, input_format=fmt, max_line_bytes=256, window=0.0)
+    bounds = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    events = []
+    for a, b in zip(bounds, bounds[1:]):
+        events += p.feed(Chunk(data[a:b], "s", b), 1.0)
+    checkpoint = p.checkpoint_offset("s")
+    events += p.drain(100.0)
+    return events, p.stats.lines, p.stats.lines_malformed, p.stats.lines_truncated, checkpoint
+
+
+@SETTINGS
+@given(log_bytes, st.lists(st.integers(min_value=0), max_size=12), st.sampled_from(["plain", "cri"]))
+# A first version left the line before a `P` piece unread: the traceback lost TP5's rank.
+@example(b"".join(FRAGMENTS[i] for i in (-4, -3, -5, -4, -2, -1)), [], "cri")
+def test_skipping_lines_changes_nothing_on_any_bytes(data, cuts, fmt):
+    """Plain text and CRI are read sparsely (only lines the prefilter points at, and what a
+    partial or malformed container line needs): events, counts and checkpoint are those of
+    reading every line, however the bytes are cut."""
+    assert ENGINE.chunk_prefilter is not None
+    assert _pipeline_run(ENGINE, data, cuts, fmt) == _pipeline_run(DENSE, data, cuts, fmt)
 
 
 @SETTINGS
