@@ -228,6 +228,26 @@ _CRI_F_LINE = re.compile(_CRI_F_RAW)
 _CRI_OTHER_LINE = re.compile(rb"\n(?!" + _CRI_F_RAW + rb")")  # a newline before any other line
 
 
+# A docker json-file line that `LineDecoder` turns into one whole content line: the fields
+# docker writes, in its order, and a `log` string ending in `\n` (not a partial) holding only
+# the escapes docker's encoder writes. Stricter than `parse_docker`, like `_CRI_F_RAW`: a
+# `\u0041` that would unescape into a literal, say, makes the line one to read in full.
+# Possessive (`++`, `*+`): each position has one way to match, so a line that fails fails fast.
+_DOCKER_WHOLE_RAW = (
+    rb'\{"log":"(?:[^"\\\x00-\x1f]++|\\["\\/bfrt]|\\n(?!")|\\u00[01][0-9a-fA-F]'
+    rb'|\\u00(?:26|3[cCeE])|\\u20(?:28|29))*+\\n","stream":"(?:stdout|stderr)",'
+    rb'"time":"[0-9TZ:.+-]*"\}\n'
+)
+_DOCKER_WHOLE_LINE = re.compile(_DOCKER_WHOLE_RAW)
+_DOCKER_OTHER_LINE = re.compile(rb"\n(?!" + _DOCKER_WHOLE_RAW + rb")")
+
+
+def docker_skippable(body: bytes, start: int, end: int) -> int:
+    """`cri_skippable` for docker json-file lines: how far from `start` every line is a whole
+    line in docker's own shape; a partial, the line before it, or anything else is read."""
+    return _skippable(body, start, end, _DOCKER_WHOLE_LINE, _DOCKER_OTHER_LINE)
+
+
 def cri_skippable(body: bytes, start: int, end: int) -> int:
     """How far from `start` (a line start) the lines of `body[start:end]` are plain CRI `F`
     lines, which a sparse read may pass over: the start of the first other line, else `end`.
@@ -237,12 +257,17 @@ def cri_skippable(body: bytes, start: int, end: int) -> int:
     reads for the rank and time of an unprefixed traceback; a malformed line must be read too
     (it is counted). One C-level search over the bytes.
     """
+    return _skippable(body, start, end, _CRI_F_LINE, _CRI_OTHER_LINE)
+
+
+def _skippable(body: bytes, start: int, end: int, plain: re.Pattern[bytes],
+               other_after_newline: re.Pattern[bytes]) -> int:
     if start >= end:
         return end
-    if _CRI_F_LINE.match(body, start, end) is None:
+    if plain.match(body, start, end) is None:
         return start
-    other = _CRI_OTHER_LINE.search(body, start, end - 1)
-    if other is None:
+    other = other_after_newline.search(body, start, end)
+    if other is None or other.start() >= end - 1:
         return end
     return max(start, body.rfind(b"\n", start, other.start()) + 1)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -37,7 +38,7 @@ import regex
 from matcher.catalog.load import code_fingerprint, default_cache_dir
 from matcher.catalog.patterns import analyze, literal_cover, positional_capture_names
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord
-from matcher.framing import RECORD_START_SIGNS
+from matcher.framing import DOCKER_RECORD_START_SIGNS, RECORD_START_SIGNS
 from matcher.prefilter import ChunkPrefilter
 from matcher.types import Match, Record
 
@@ -135,6 +136,7 @@ class Engine:
         self._hs_db: Any = None
         # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
         self.chunk_prefilter: ChunkPrefilter | None = None
+        self._docker_prefilter: ChunkPrefilter | None | bool = False  # False: not built yet
         use_hs = use_hyperscan and _hs is not None and bool(records)
         if cache is AUTO_CACHE:
             cache = EngineCache.default() if len(records) >= CACHE_MIN_PATTERNS else None
@@ -161,6 +163,19 @@ class Engine:
                                  self._hs_db, self.chunk_prefilter)
             self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
                 else "unwritable"
+
+    @property
+    def docker_prefilter(self) -> ChunkPrefilter | None:
+        """`chunk_prefilter` for docker json-file lines, whose text JSON may escape: every cover
+        without such characters, and record-start signs as they look inside a JSON string.
+
+        Built at the first docker source (about two seconds with the full catalog), not cached:
+        most deployments read plain text or CRI and never pay for it.
+        """
+        if self._docker_prefilter is False:
+            self._docker_prefilter = None if self.chunk_prefilter is None else \
+                _build_chunk_prefilter(self.patterns, json_safe=True)
+        return self._docker_prefilter  # type: ignore[return-value]
 
     @property
     def prefilter(self) -> str:
@@ -240,13 +255,21 @@ def _compile(record: CatalogRecord) -> CompiledPattern:
     return CompiledPattern(record, compiled, positional_capture_names(compiled), literal)
 
 
-def _build_chunk_prefilter(patterns: Sequence[CompiledPattern]) -> ChunkPrefilter | None:
+def _build_chunk_prefilter(patterns: Sequence[CompiledPattern], *,
+                           json_safe: bool = False) -> ChunkPrefilter | None:
     covers = []
     for p in patterns:
-        cover = literal_cover(p.record.message_pattern)
-        caseless = bool(p.compiled.flags & regex.IGNORECASE) or "(?i" in p.record.message_pattern
+        pattern = p.record.message_pattern
+        cover = literal_cover(pattern, json_safe=json_safe)
+        # An inline `i` flag anywhere (global or scoped) is read as caseless: more hits, no loss.
+        # Not `p.compiled`: a pattern from the cache compiles only when first confirmed.
+        caseless = _INLINE_CASELESS.search(pattern) is not None
         covers.append(None if cover is None else (cover, caseless))
-    return ChunkPrefilter.build(covers, RECORD_START_SIGNS)
+    return ChunkPrefilter.build(covers, DOCKER_RECORD_START_SIGNS if json_safe
+                                else RECORD_START_SIGNS)
+
+
+_INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z^-]*i")
 
 
 _HS_FLAGS = 0

@@ -66,6 +66,18 @@ RECORD_START_SIGNS: tuple[bytes, ...] = (
     rb"\\033",
 )
 
+# The same signs inside a docker json-file line, where the text is a JSON string: a line's
+# start is not the content's start (so unanchored), its end is an escape (`\n`, `\r`) or the
+# closing quote, and escape sequences are written out (`\u001b`).
+DOCKER_RECORD_START_SIGNS: tuple[bytes, ...] = (
+    rb"Traceback \(most recent call last\):",
+    rb"[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)"
+    rb"(?::|\\|\")",
+    rb"\\u001b",
+    rb"\\x1b",
+    rb"\\033",
+)
+
 DEFAULT_MAX_TRACEBACK_LINES = 2000
 MAX_RANKS_SEEN = 4096
 DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024

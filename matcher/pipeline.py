@@ -30,6 +30,7 @@ from matcher.decode import (
     LineSplitter,
     cap_line,
     cri_skippable,
+    docker_skippable,
 )
 from matcher.engine import Engine
 from matcher.framing import Framer
@@ -89,7 +90,9 @@ class Pipeline:
         prefilter = self.engine.chunk_prefilter
         if decoder.detected is None and not splitter.pending_bytes:
             decoder.detect(chunk.data)  # so that a first chunk of plain text is read sparsely
-        if prefilter is not None and decoder.detected in ("plain", "cri"):
+        if prefilter is not None and decoder.detected == "docker":
+            prefilter = self.engine.docker_prefilter
+        if prefilter is not None and decoder.detected is not None:
             return self._feed_sparse(chunk, splitter, decoder, prefilter.hits, now)
         lines = self._decode(source, decoder, splitter.feed(chunk))
         self._positions[source] = splitter.position
@@ -97,28 +100,30 @@ class Pipeline:
 
     def _feed_sparse(self, chunk: Chunk, splitter: LineSplitter, decoder: LineDecoder,
                      hits: Callable[[bytes], list[int]], now: float) -> list[Event]:
-        """Plain text and CRI: only the lines the chunk prefilter points at are framed and
-        matched while no record is open (`matcher.prefilter` says why that loses nothing).
+        """Only the lines the chunk prefilter points at are framed and matched while no record
+        is open (`matcher.prefilter` says why that loses nothing).
 
-        CRI lines go through their decoder as in `feed`; only well-formed final (`F`) lines are
-        ever passed over, and none while a partial line is open, so each line skipped is one
-        content line that `feed` would have framed to nothing.
+        Container lines go through their decoder as in `feed`; only whole lines in the format's
+        own shape are ever passed over (`cri_skippable`, `docker_skippable`), and none while a
+        partial line is open, so each line skipped is one content line that `feed` would have
+        framed to nothing.
         """
         source = chunk.source
         framer = self._framer(source)
         skipped = splitter.skipped
         records: list[Record] = []
-        if decoder.detected == "cri":
+        fmt = decoder.detected
+        if fmt in ("cri", "docker"):
             before = decoder.malformed
             taken: list[Line] = []
             for raw in splitter.feed_sparse(
                     chunk, hits, lambda: framer.idle() and decoder.pending_offset is None,
-                    cri_skippable):
+                    cri_skippable if fmt == "cri" else docker_skippable):
                 for line in decoder.decode(raw):
                     taken.append(line)
                     records.extend(framer.feed(line, now))
             self._count_malformed(source, decoder.malformed - before)
-            self.stats.by_source_format[source] = "cri"
+            self.stats.by_source_format[source] = fmt
         else:
             taken = []
             for raw in splitter.feed_sparse(chunk, hits, framer.idle):

@@ -16,11 +16,13 @@ attribute an unprefixed traceback — go through framing and matching while no r
 The sets are supersets by construction: skipping a line is exactly what processing it would
 have produced (no record, no event), which the equivalence tests compare on real logs.
 
-Plain text and CRI (`/var/log/pods`) are read this way; in CRI only well-formed final (`F`)
+Every input format is read this way. In CRI (`/var/log/pods`) only well-formed final (`F`)
 lines are ever passed over (`decode.cri_skippable`): a `P` piece may hold half of a literal, so
 it, the line before it and every piece up to its `F` are read. Docker's json-file format
-escapes quotes, backslashes and non-ASCII text, so a literal may not appear as its bytes: it
-is read line by line.
+escapes quotes, backslashes, `<>&` and maybe non-ASCII text, so it gets a prefilter of its own
+(`Engine.docker_prefilter`): each cover cut to its longest run without such characters, the
+record-start signs as they look inside a JSON string, and only whole lines in docker's own
+shape passed over (`decode.docker_skippable`).
 
 A catalog with a pattern that has no literal cover gets no chunk prefilter (`build` returns
 None), and the pipeline reads every line, as it did before this module existed.

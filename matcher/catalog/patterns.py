@@ -103,42 +103,50 @@ def _walk(items: object, runs: list[str]) -> int:
     return total
 
 
-def literal_cover(pattern: str, min_chars: int = 3) -> tuple[str, ...] | None:
+# Characters a docker json-file line may hold escaped (`"`, `\\`, controls; Go's encoder also
+# `<`, `>`, `&`; non-ASCII to be safe): a literal is only sure to appear as its bytes between them.
+_JSON_UNSAFE = re.compile(r'[\n"\\<>&\x00-\x1f\x7f-\U0010ffff]')
+_NEWLINE = re.compile("\n")
+
+
+def literal_cover(pattern: str, min_chars: int = 3, *,
+                  json_safe: bool = False) -> tuple[str, ...] | None:
     """Literals one of which every match of `pattern` contains, or None if no such set is known.
 
     The daemon skips a log line only when none of these occurs in it, so the set must never miss
     a match: it comes from the parse tree (a crude reading of syntax only `regex` knows promises
     nothing), takes the longest required run without a newline (a line never holds one), and for
     an alternation takes one literal per branch. Case is the caller's to ignore when the pattern
-    does.
+    does. `json_safe`: literals without a character JSON may escape, so that they occur as they
+    are inside a docker json-file line.
     """
     try:
         tree = sre_parse.parse(pattern)
     except (re.error, OverflowError, RecursionError):
         return None
-    return _cover(tree, min_chars)
+    return _cover(tree, min_chars, _JSON_UNSAFE if json_safe else _NEWLINE)
 
 
-def _cover(items: object, min_chars: int) -> tuple[str, ...] | None:
+def _cover(items: object, min_chars: int, breaks: re.Pattern[str]) -> tuple[str, ...] | None:
     runs: list[str] = []
     _walk(items, runs)
-    pieces = [piece for run in runs for piece in run.split("\n")]
+    pieces = [piece for run in runs for piece in breaks.split(run)]
     best = max(pieces, key=len, default="")
     if len(best) >= min_chars:
         return (best,)
     for op, av in items:  # type: ignore[attr-defined]
         found: tuple[str, ...] | None = None
         if op is sre_c.BRANCH:
-            branches = [_cover(alt, min_chars) for alt in av[1]]
+            branches = [_cover(alt, min_chars, breaks) for alt in av[1]]
             if all(b is not None for b in branches):
                 found = tuple(dict.fromkeys(lit for b in branches for lit in b))  # type: ignore[union-attr]
         elif op is sre_c.SUBPATTERN:
-            found = _cover(av[-1], min_chars)
+            found = _cover(av[-1], min_chars, breaks)
         elif op is sre_c.ATOMIC_GROUP:
-            found = _cover(av, min_chars)
+            found = _cover(av, min_chars, breaks)
         elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
             if av[0] >= 1:
-                found = _cover(av[2], min_chars)
+                found = _cover(av[2], min_chars, breaks)
         if found:
             return found
     return None

@@ -51,6 +51,13 @@ FRAGMENTS = [
     b"2026-01-01T00:00:00Z stderr F [2026-01-01 00:00:00 TP5] x\n",
     b'2026-01-01T00:00:00Z stdout F   File "/x.py", line 3, in f\n',
     b"2026-01-01T00:00:00Z stdout F RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n",
+    # the same as docker json-file lines (the first a partial: no \n at the end of its log)
+    b'{"log":"Traceback (","stream":"stdout","time":"2026-01-01T00:00:00Z"}\n',
+    b'{"log":"most recent call last):\\n","stream":"stdout","time":"2026-01-01T00:00:00Z"}\n',
+    b'{"log":"[2026-01-01 00:00:00 TP5] x\\n","stream":"stderr","time":"2026-01-01T00:00:00Z"}\n',
+    b'{"log":"  File \\"/x.py\\", line 3, in f\\n","stream":"stdout","time":"2026-01-01T00:00:00Z"}\n',
+    b'{"log":"RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\\n","stream":"stdout",'
+    b'"time":"2026-01-01T00:00:00Z"}\n',
 ]
 log_bytes = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=40)),
                      max_size=60).map(b"".join)
@@ -85,11 +92,13 @@ def _pipeline_run(engine: Engine, data: bytes, cuts: list[int], fmt: str) -> tup
 
 
 @SETTINGS
-@given(log_bytes, st.lists(st.integers(min_value=0), max_size=12), st.sampled_from(["plain", "cri"]))
+@given(log_bytes, st.lists(st.integers(min_value=0), max_size=12),
+       st.sampled_from(["plain", "cri", "docker"]))
 # A first version left the line before a `P` piece unread: the traceback lost TP5's rank.
-@example(b"".join(FRAGMENTS[i] for i in (-4, -3, -5, -4, -2, -1)), [], "cri")
+@example(b"".join(FRAGMENTS[i] for i in (-9, -8, -10, -9, -7, -6)), [], "cri")
+@example(b"".join(FRAGMENTS[i] for i in (-4, -3, -5, -4, -2, -1)), [], "docker")
 def test_skipping_lines_changes_nothing_on_any_bytes(data, cuts, fmt):
-    """Plain text and CRI are read sparsely (only lines the prefilter points at, and what a
+    """Plain text, CRI and docker json-file are read sparsely (only lines the prefilter points at, and what a
     partial or malformed container line needs): events, counts and checkpoint are those of
     reading every line, however the bytes are cut."""
     assert ENGINE.chunk_prefilter is not None
