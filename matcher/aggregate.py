@@ -18,8 +18,8 @@ again — so an event may list fewer ranks than printed the error; the count of 
 right. `scan` waits, and lists every rank.
 
 Repeats (a crash loop) are rate-limited when `repeat_interval` is set: at most one printed event
-per error per source (one log file, one journal) per interval; the others come out `quiet` — counted by the metrics sink, not printed —
-and the next printed one carries `suppressed: N`.
+per error per source (one log file, one journal) per interval; the others come out `quiet` —
+counted by the metrics sink, not printed — and the next printed one carries `suppressed: N`.
 
 Time is the log's own timestamp when the line has one, else the `now` the caller passes; the
 module never reads a clock. Nothing is dropped: `finish()` emits whatever is still open.

@@ -210,20 +210,16 @@ class LineSplitter:
 
 # -- container log formats -------------------------------------------------------------------
 
-_CRI = re.compile(
-    r"(?P<ts>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
-    r"T(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d))"
-    r" (?P<stream>stdout|stderr) (?P<tag>[PF])(?::\S*)?(?: |$)"
+_CRI_TS = (
+    r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    r"T(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
 )
+_CRI = re.compile(rf"(?P<ts>{_CRI_TS}) (?P<stream>stdout|stderr) (?P<tag>[PF])(?::\S*)?(?: |$)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A CRI line that `LineDecoder` passes on whole and unchanged but for its prefix: a final (`F`)
 # piece, well-formed. Stricter than `_CRI` (ASCII digits, no `:suffix` on the tag), so a line it
 # accepts is one `_CRI` accepts; what it refuses is read in full, which is always right.
-_CRI_F_RAW = (
-    rb"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
-    rb"T(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
-    rb" (?:stdout|stderr) F[ \n]"
-)
+_CRI_F_RAW = _CRI_TS.encode() + rb" (?:stdout|stderr) F[ \n]"  # bytes: `\d` is ASCII here
 _CRI_F_LINE = re.compile(_CRI_F_RAW)
 _CRI_OTHER_LINE = re.compile(rb"\n(?!" + _CRI_F_RAW + rb")")  # a newline before any other line
 

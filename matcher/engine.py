@@ -22,6 +22,7 @@ directory only costs the next start its speed (`stats.cache` says which happened
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -136,7 +137,6 @@ class Engine:
         self._hs_db: Any = None
         # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
         self.chunk_prefilter: ChunkPrefilter | None = None
-        self._docker_prefilter: ChunkPrefilter | None | bool = False  # False: not built yet
         use_hs = use_hyperscan and _hs is not None and bool(records)
         if cache is AUTO_CACHE:
             cache = EngineCache.default() if len(records) >= CACHE_MIN_PATTERNS else None
@@ -164,7 +164,7 @@ class Engine:
             self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
                 else "unwritable"
 
-    @property
+    @functools.cached_property
     def docker_prefilter(self) -> ChunkPrefilter | None:
         """`chunk_prefilter` for docker json-file lines, whose text JSON may escape: every cover
         without such characters, and record-start signs as they look inside a JSON string.
@@ -172,10 +172,9 @@ class Engine:
         Built at the first docker source (about two seconds with the full catalog), not cached:
         most deployments read plain text or CRI and never pay for it.
         """
-        if self._docker_prefilter is False:
-            self._docker_prefilter = None if self.chunk_prefilter is None else \
-                _build_chunk_prefilter(self.patterns, json_safe=True)
-        return self._docker_prefilter  # type: ignore[return-value]
+        if self.chunk_prefilter is None:
+            return None
+        return _build_chunk_prefilter(self.patterns, json_safe=True)
 
     @property
     def prefilter(self) -> str:
@@ -255,6 +254,9 @@ def _compile(record: CatalogRecord) -> CompiledPattern:
     return CompiledPattern(record, compiled, positional_capture_names(compiled), literal)
 
 
+_INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z^-]*i")
+
+
 def _build_chunk_prefilter(patterns: Sequence[CompiledPattern], *,
                            json_safe: bool = False) -> ChunkPrefilter | None:
     covers = []
@@ -268,8 +270,6 @@ def _build_chunk_prefilter(patterns: Sequence[CompiledPattern], *,
     return ChunkPrefilter.build(covers, DOCKER_RECORD_START_SIGNS if json_safe
                                 else RECORD_START_SIGNS)
 
-
-_INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z^-]*i")
 
 
 _HS_FLAGS = 0

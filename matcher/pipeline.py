@@ -37,6 +37,10 @@ from matcher.framing import Framer
 from matcher.types import Chunk, Event, Line, Record
 
 
+# Which lines of a container format a sparse read may pass over (plain text: any).
+_SKIPPABLE = {"cri": cri_skippable, "docker": docker_skippable}
+
+
 @dataclass(slots=True)
 class PipelineStats:
     lines: int = 0  # content lines, after decoding
@@ -112,24 +116,19 @@ class Pipeline:
         framer = self._framer(source)
         skipped = splitter.skipped
         records: list[Record] = []
-        fmt = decoder.detected
-        if fmt in ("cri", "docker"):
-            before = decoder.malformed
-            taken: list[Line] = []
-            for raw in splitter.feed_sparse(
-                    chunk, hits, lambda: framer.idle() and decoder.pending_offset is None,
-                    cri_skippable if fmt == "cri" else docker_skippable):
-                for line in decoder.decode(raw):
-                    taken.append(line)
-                    records.extend(framer.feed(line, now))
-            self._count_malformed(source, decoder.malformed - before)
-            self.stats.by_source_format[source] = fmt
-        else:
-            taken = []
-            for raw in splitter.feed_sparse(chunk, hits, framer.idle):
-                line = cap_line(raw, self.max_line_bytes)  # as `decode` caps it: U+FFFD is 3 bytes
+        fmt = decoder.detected or "plain"  # decided before the sparse path is taken
+        before = decoder.malformed
+        taken: list[Line] = []
+        # Plain text is decoded too: there `decode` is the cap `feed` applies, and nothing is
+        # ever pending or malformed.
+        for raw in splitter.feed_sparse(
+                chunk, hits, lambda: framer.idle() and decoder.pending_offset is None,
+                _SKIPPABLE.get(fmt)):
+            for line in decoder.decode(raw):
                 taken.append(line)
                 records.extend(framer.feed(line, now))
+        self._count_malformed(source, decoder.malformed - before)
+        self.stats.by_source_format[source] = fmt
         self._count(source, taken)
         self._count_skipped(source, splitter.skipped - skipped)
         self._positions[source] = splitter.position
