@@ -278,11 +278,11 @@ class Daemon:
         except (ConfigError, CatalogError) as e:
             self.telemetry.reload("failed", detail=str(e), kept_catalog=self.catalog.version)
             return
-        self._emit(self.pipeline.finish(self.clock()))
-        self.checkpoint()
         self.config = dataclasses.replace(config, state_dir=self.config.state_dir)
         self.catalog = catalog
-        self.pipeline = self._new_pipeline(catalog)
+        pipeline = self._new_pipeline(catalog)
+        pipeline.carry_over(self.pipeline)  # drain, don't finish: partial lines stay partial
+        self.pipeline = pipeline
         self.metrics.reload(catalog)
         self.files.globs, self.files.exclude = config.paths, config.exclude
         self.telemetry.reload("ok", catalog_version=catalog.version, patterns=len(catalog.records))

@@ -190,6 +190,26 @@ class Pipeline:
             records.extend(framer.finish())
         return self._records(records, now) + self.aggregator.finish()
 
+    def carry_over(self, old: Pipeline) -> None:
+        """SIGHUP: take over what `old` holds, so a reload changes the catalog and settings but
+        not what is being read.
+
+        A line half-written at the reload (the sidecar's `tee` writes in arbitrary pieces), a
+        CRI partial, a traceback still open and a group waiting for its ranks or its repeat
+        interval continue here: finishing them instead cut the line in two and turned the
+        known failure into a fragment counted as an unknown error. Groups already formed keep
+        the record that matched them under the old catalog; records still open are matched by
+        this pipeline's engine when they end.
+        """
+        self._splitters, self._decoders = old._splitters, old._decoders
+        self._framers, self._positions = old._framers, old._positions
+        self.stats = old.stats
+        settings = self.aggregator
+        self.aggregator = old.aggregator
+        for name in ("window", "early", "rank_grace", "repeat_interval", "catalog_version",
+                     "labels"):
+            setattr(self.aggregator, name, getattr(settings, name))
+
     # -- positions ---------------------------------------------------------------------------
 
     def partial_line_start(self, source: str) -> int | None:
