@@ -11,12 +11,22 @@ as `checkpoints.json.corrupt-<time>`, reported, and the daemon starts as if on a
 the files it does not know: the safe choice that never silently skips a file's content is not
 available without positions, so we choose the documented one — start at the end of files present
 at start (no flood of history) and at the beginning of files that appear later.
+
+Only a regular file of at most `MAX_BYTES` is read. Whatever else sits at the name — a FIFO (a
+plain read would wait forever for a writer), a symlink (to /dev/zero, say: a plain read fills
+memory), a device, a directory, a file over the cap — is moved aside the same way (a symlink
+itself is renamed, never followed) and the start goes on as on a corrupt file. A name `lstat`
+shows is not a regular file is never opened; one that is, is opened with O_NOFOLLOW | O_NONBLOCK
+(a FIFO or device swapped in meanwhile opens at once) and judged again by `fstat` of what was
+opened, before a byte is read. What is lost is what a corrupt file loses: the saved positions.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,6 +37,10 @@ from matcher.source.identity import FileIdentity
 
 FORMAT_VERSION = 1
 FILE_NAME = "checkpoints.json"
+# 10,000 followed files make a ~2 MB checkpoint; 16 MiB is ~80,000, far past any real host, and
+# small enough that reading a wrong file costs little memory.
+MAX_BYTES = 16 * 1024 * 1024
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class CheckpointError(Exception):
@@ -61,26 +75,36 @@ class CheckpointStore:
     def load(self) -> tuple[CheckpointState, str | None]:
         """The saved state and, if the file was unusable, why (the file is moved aside)."""
         try:
-            raw = self.path.read_bytes()
+            raw = _read_regular(self.path, MAX_BYTES)
         except FileNotFoundError:
             return CheckpointState(), None
+        except _NotACheckpoint as e:
+            return CheckpointState(), self._move_aside(str(e))
         except OSError as e:
             return CheckpointState(), f"cannot read {self.path}: {e.strerror}; starting without checkpoints"
         try:
             doc = json.loads(raw.decode("utf-8"))
             state = _parse(doc)
         except (ValueError, KeyError, TypeError, OverflowError) as e:  # 1e999 is JSON too
-            aside = self.path.with_name(f"{FILE_NAME}.corrupt-{int(time.time())}")
-            try:
-                os.replace(self.path, aside)
-                moved = f"moved to {aside}"
-            except OSError as err:
-                moved = f"could not move it aside: {err.strerror}"
-            return CheckpointState(), (
-                f"checkpoint file {self.path} is unreadable ({e}); {moved}; "
-                "files present now start at their end, new files at their beginning")
+            return CheckpointState(), self._move_aside(str(e))
         state.loaded_from_disk = True
         return state, None
+
+    def _move_aside(self, why: str) -> str:
+        """Rename whatever is at `path` (a symlink itself, never its target) to a free
+        `checkpoints.json.corrupt-<time>` name; the problem to report."""
+        base = self.path.with_name(f"{FILE_NAME}.corrupt-{int(time.time())}")
+        aside, n = base, 0
+        while os.path.lexists(aside):  # never replace the evidence of an earlier bad start
+            n += 1
+            aside = base.with_name(f"{base.name}.{n}")
+        try:
+            os.rename(self.path, aside)
+            moved = f"moved to {aside}"
+        except OSError as err:
+            moved = f"could not move it aside: {err.strerror}"
+        return (f"checkpoint file {self.path} is unreadable ({why}); {moved}; "
+                "files present now start at their end, new files at their beginning")
 
     def save(self, state: CheckpointState) -> None:
         doc = {
@@ -114,7 +138,7 @@ class CheckpointStore:
                 except OSError:
                     pass
                 raise
-            dir_fd = os.open(self.state_dir, os.O_RDONLY)
+            dir_fd = os.open(self.state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 os.fsync(dir_fd)
             finally:
@@ -122,6 +146,54 @@ class CheckpointStore:
             self._saved = same
         except OSError as e:
             raise CheckpointError(f"cannot write {self.path}: {e.strerror or e}") from e
+
+
+class _NotACheckpoint(Exception):
+    """Something other than a regular file of at most the cap is at the checkpoint's name."""
+
+
+def _read_regular(path: Path, cap: int) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `cap` bytes (at most cap + 1 bytes
+    are ever read, even from a file that grows while it is read); _NotACheckpoint if it is
+    anything else; FileNotFoundError, or OSError for a file that cannot be opened (EACCES).
+
+    A special file is judged by `lstat` before any open: opening some devices does something
+    (a watchdog device arms the watchdog). O_NOFOLLOW and `fstat` of the open descriptor then
+    decide for a name swapped in between."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise _NotACheckpoint(f"{_kind(st.st_mode)}, not a regular file")
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _NotACheckpoint("a symbolic link, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotACheckpoint(f"{_kind(st.st_mode)}, not a regular file")
+        if st.st_size > cap:
+            raise _NotACheckpoint(f"{st.st_size} bytes, over the {cap}-byte limit")
+        chunks: list[bytes] = []
+        left = cap + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise _NotACheckpoint(f"over the {cap}-byte limit")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _parse(doc: Any) -> CheckpointState:
