@@ -3,8 +3,7 @@
 A stdlib `ThreadingHTTPServer` in a daemon thread; the main loop never waits on it. It serves
 four fixed paths and nothing else: no files, no directory listing, and no response ever repeats
 the request's path, query or headers back (error bodies are fixed JSON). A request whose line
-and headers exceed 8 KiB is refused (414/431), a request that sends nothing is cut off after
-`REQUEST_TIMEOUT` seconds, and requests are not logged.
+and headers exceed 8 KiB is refused (414/431), and requests are not logged.
 
 - `/metrics`: the injected registry, in Prometheus text format, or OpenMetrics when the
   `Accept` header asks for it (prometheus-client's own negotiation).
@@ -16,6 +15,29 @@ and headers exceed 8 KiB is refused (414/431), a request that sends nothing is c
   oldest first, N clamped to [1, maxlen]; what fell out of the ring is gone (stdout has it).
   `&pattern_id=ID` keeps only that pattern's events: the alert rules' runbook link
   (deploy/prometheus) opens the failures an alert is about, each with its remediation.
+
+Slow and many clients (issue 12: 1,000 stalled connections once took 1,000 threads and
+descriptors, starved the log reader of descriptors and timed /healthz out) meet two bounds, both
+kept by the accept loop, so no slow client can stop them:
+
+- At most `max_connections` (default 64) connections are open. At the cap, a new connection is
+  taken and the oldest one still waiting for its request is closed to make room (when all are
+  busy answering, the oldest of those). A probe sends its request as soon as it connects, so it
+  is the newest, never the one closed: `/healthz` answers while the cap is full of clients that
+  stall. Refusing the newcomer instead would hand the port to whoever connected first; a 503
+  cannot be written reliably without first reading the request (closing a socket with unread
+  input resets the connection), and reading is what a slow client stalls. Connects wait for
+  accept() in a listen queue of `LISTEN_BACKLOG` (past it the kernel drops SYNs, retried after
+  1 s): a probe waits behind the connects queued before it, about a millisecond each.
+- Every request has a total deadline, `request_deadline` (default 10 s), from the connection's
+  accept (or its previous answer, under keep-alive) to the end of its answer: a client that
+  sends a byte every 9 s is cut at 10 s, not served forever by a per-read timeout. The accept
+  loop checks it every 0.1 s and shuts the socket down, which ends the handler's thread.
+
+What can be lost: an evicted or late client's request (no answer; it reconnects), and with a
+slow reader of `/events`, the rest of the answer. Descriptors and threads stay at
+`max_connections` plus the few being closed: the daemon budgets its files with that reserve
+(`matcher.limits`).
 """
 
 from __future__ import annotations
@@ -23,10 +45,12 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -36,7 +60,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 MAX_HEAD_BYTES = 8 * 1024
-REQUEST_TIMEOUT = 10.0
+MAX_CONNECTIONS = 64  # Prometheus, a probe or two and people: far fewer at once
+REQUEST_DEADLINE = 10.0  # seconds; Prometheus's default scrape timeout is 10 s too
+LISTEN_BACKLOG = 1024  # connects waiting for accept(); past it, the kernel drops SYNs
 DEFAULT_EVENTS_LIMIT = 100
 _JSON = "application/json; charset=utf-8"
 
@@ -97,7 +123,13 @@ class HttpServer:
         events: EventRing | None = None,
         stale_after: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        max_connections: int = MAX_CONNECTIONS,
+        request_deadline: float = REQUEST_DEADLINE,
     ) -> None:
+        if max_connections < 1 or not request_deadline > 0:
+            raise ValueError("max_connections must be at least 1 and request_deadline positive")
+        self.max_connections = max_connections
+        self.request_deadline = request_deadline
         self.host = host
         self.requested_port = port
         self.registry = registry
@@ -107,6 +139,7 @@ class HttpServer:
         self._beat = clock()
         self._ready = False
         self._not_ready_reason = "starting"
+        self._matching_nothing: list[str] = []
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -117,7 +150,9 @@ class HttpServer:
         if self._httpd is not None:
             return
         server_cls = _Server6 if ":" in self.host else _Server
-        httpd = server_cls((self.host, self.requested_port), _Handler)
+        httpd = server_cls((self.host, self.requested_port), _Handler,
+                           max_connections=self.max_connections,
+                           request_deadline=self.request_deadline)
         httpd.app = self
         self._httpd = httpd
         self._beat = self.clock()
@@ -163,6 +198,11 @@ class HttpServer:
         self._ready = ready
         self._not_ready_reason = reason
 
+    def set_watching(self, matching_nothing: list[str]) -> None:
+        """Configured paths that follow no file now: /readyz lists them (still 200 — the log may
+        appear later — but a probe's body and a human with curl see it)."""
+        self._matching_nothing = list(matching_nothing)
+
     # -- responses (called from handler threads) ------------------------------------------
 
     def healthz(self) -> tuple[int, dict[str, Any]]:
@@ -176,13 +216,96 @@ class HttpServer:
 
     def readyz(self) -> tuple[int, dict[str, Any]]:
         if self._ready:
+            if self._matching_nothing:
+                return 200, {"status": "ready", "matching_nothing": self._matching_nothing,
+                             "warning": "configured paths follow no file"}
             return 200, {"status": "ready"}
         return 503, {"status": "not_ready", "reason": self._not_ready_reason}
 
 
+@dataclass(slots=True)
+class _Connection:
+    since: float  # monotonic time its current wait for a request, or request, began
+    busy: bool = False  # its request head is read; the answer is being made or written
+
+
 class _Server(ThreadingHTTPServer):
+    """A thread per connection, at most `max_connections` of them, each request within
+    `request_deadline` (see the module docstring). `_open` holds every connection whose socket
+    is not closed yet; a socket is only ever shut down while in it, and only closed after
+    leaving it, both under `_lock`, so a cut can never reach a descriptor number reused by a
+    newer connection."""
+
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
     app: HttpServer
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
+                 max_connections: int, request_deadline: float) -> None:
+        self.max_connections = max_connections
+        self.request_deadline = request_deadline
+        self._lock = threading.Lock()
+        self._open: dict[socket.socket, _Connection] = {}
+        self.evicted = 0  # connections closed to make room at the cap
+        self.expired = 0  # connections closed at their request deadline
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """In the accept loop: make room at the cap, then hand the connection to a thread."""
+        with self._lock:
+            if len(self._open) >= self.max_connections:
+                oldest = min(self._open, key=lambda s: (self._open[s].busy, self._open[s].since))
+                self._cut(oldest)
+                self.evicted += 1
+            self._open[request] = _Connection(time.monotonic())
+        super().process_request(request, client_address)
+
+    def service_actions(self) -> None:
+        """In the accept loop, at least every poll interval: cut requests past their deadline."""
+        now = time.monotonic()
+        with self._lock:
+            late = [s for s, c in self._open.items() if now - c.since >= self.request_deadline]
+            for sock in late:
+                self._cut(sock)
+            self.expired += len(late)
+
+    def request_began(self, request: socket.socket) -> None:
+        with self._lock:
+            if (conn := self._open.get(request)) is not None:
+                conn.busy = True
+
+    def request_ended(self, request: socket.socket) -> None:
+        """Answered: under keep-alive, the wait for the next request starts a new deadline."""
+        with self._lock:
+            if (conn := self._open.get(request)) is not None:
+                conn.busy, conn.since = False, time.monotonic()
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._lock:
+            self._open.pop(request, None)
+            super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        """Cut every open connection first, so that joining their threads does not wait."""
+        with self._lock:
+            for sock in list(self._open):
+                self._cut(sock)
+        super().server_close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone, cut or too slow is not an error worth a traceback on stderr."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+    def _cut(self, sock: socket.socket) -> None:
+        """Shut the socket down (its thread's read or write returns at once); its thread
+        closes it. Called with `_lock` held."""
+        del self._open[sock]
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # the peer is gone already
 
 
 class _Server6(_Server):
@@ -190,11 +313,14 @@ class _Server6(_Server):
 
 
 class _HeadLimit:
-    """`rfile` while headers are parsed: raises LineTooLong once the head passes its budget."""
+    """`rfile` while headers are parsed: raises LineTooLong once the head passes its budget;
+    `cut_short` once a line ended without its newline (the client, or a cut, closed the
+    connection mid-head: the stdlib would take what came as the whole head)."""
 
     def __init__(self, raw: Any, budget: int) -> None:
         self._raw = raw
         self._left = budget
+        self.cut_short = False
 
     def readline(self, size: int = -1) -> bytes:
         cap = self._left + 1 if size is None or size < 0 else min(size, self._left + 1)
@@ -202,6 +328,7 @@ class _HeadLimit:
         self._left -= len(line)
         if self._left < 0:
             raise http.client.LineTooLong("request head")
+        self.cut_short = self.cut_short or not line.endswith(b"\n")
         return line
 
     def __getattr__(self, name: str) -> Any:
@@ -214,7 +341,12 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
     default_request_version = "HTTP/1.0"  # so that even a garbled request gets a status line
-    timeout = REQUEST_TIMEOUT
+
+    def setup(self) -> None:
+        # Each read and write waits at most the whole deadline, even if the accept loop that
+        # enforces the deadline itself were stopped.
+        self.timeout = self.server.request_deadline
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are not logged: a scrape every few seconds is not news."""
@@ -229,12 +361,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self.requestline, self.request_version, self.command = "", "", ""
                 self._refuse(HTTPStatus.REQUEST_URI_TOO_LONG)
                 return
-            raw, self.rfile = self.rfile, _HeadLimit(self.rfile,  # type: ignore[assignment]
-                                                     MAX_HEAD_BYTES - len(self.raw_requestline))
+            if not self.raw_requestline.endswith(b"\n"):
+                self.close_connection = True  # closed mid-line: nobody to answer
+                return
+            raw, head = self.rfile, _HeadLimit(self.rfile,
+                                               MAX_HEAD_BYTES - len(self.raw_requestline))
+            self.rfile = head  # type: ignore[assignment]
             try:
                 parsed = self.parse_request()
             finally:
                 self.rfile = raw
+            if head.cut_short:
+                # An evicted or late client's half head parses as a whole request: answering
+                # it would render /metrics for nobody, once per cut.
+                self.close_connection = True
+                return
+            self.server.request_began(self.request)
             if not parsed:
                 self._discard_input()
                 return
@@ -247,6 +389,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._get()
             self.wfile.flush()
+            self.server.request_ended(self.request)
         except TimeoutError:
             self.close_connection = True
 

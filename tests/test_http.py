@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -233,3 +234,108 @@ def test_parse_address():
     for bad in ("9400", "host:", "::1:9400", "h:70000"):
         with pytest.raises(ValueError):
             parse_address(bad)
+
+
+# -- slow and many clients (issue 12) -----------------------------------------------------
+
+
+def stalled(srv: HttpServer, n: int) -> list[socket.socket]:
+    """n connections that send half a request head and then nothing."""
+    out = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        out.append(s)
+    return out
+
+
+def closed_by_server(s: socket.socket, within: float) -> bool:
+    s.settimeout(within)
+    try:
+        return s.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_at_the_cap_the_oldest_stalled_connection_makes_room_and_healthz_answers(clock, capfd):
+    """max_connections=4, kept full of stalled clients (one more after each probe): /healthz
+    answers every time, the server never holds more than 4 connections, the oldest stalled
+    clients are the ones closed, and no cut is logged."""
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock, max_connections=4)
+    with srv:
+        stall = stalled(srv, 4)
+        try:
+            for _ in range(6):
+                assert get(srv, "/healthz")[0] == 200
+                stall += stalled(srv, 1)
+                assert len(srv._httpd._open) <= 4
+            assert all(closed_by_server(s, 5) for s in stall[:6])
+            assert not any(closed_by_server(s, 0.2) for s in stall[-3:])
+            assert srv._httpd.evicted >= 6
+        finally:
+            for s in stall:
+                s.close()
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_client_dribbling_its_request_is_cut_at_the_total_deadline(clock):
+    """A byte every 0.25 s never trips a per-read timeout; the 1 s request deadline cuts it
+    (generous bound: within 6 s), without an answer."""
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock,
+                     request_deadline=1.0)
+    with srv, socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.setblocking(False)
+        cut = False
+        for byte in b"GET /metrics HTTP/1.1\r\nHost: x" * 2:
+            try:
+                s.send(bytes([byte]))
+                cut = s.recv(1) == b""
+            except BlockingIOError:
+                pass
+            except OSError:
+                cut = True
+            if cut:
+                break
+            time.sleep(0.25)
+        assert cut, "still connected after 62 bytes at 4 per second"
+        assert srv._httpd.expired == 1
+
+
+def test_keep_alive_waits_get_a_fresh_deadline_after_each_answer(clock):
+    """The deadline counts from the previous answer: a scraper reusing its connection for
+    requests spread over twice the deadline is served every time."""
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock,
+                     request_deadline=2.0)
+    with srv, socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        f = s.makefile("rb")
+        for _ in range(8):
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert f.readline() == b"HTTP/1.1 200 OK\r\n"
+            length = 0
+            while (line := f.readline()) != b"\r\n":
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            f.read(length)
+            time.sleep(0.5)
+
+
+def test_stop_does_not_wait_for_stalled_clients(clock):
+    """stop() cuts open connections instead of waiting out their deadline (60 s here)."""
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock,
+                     request_deadline=60.0)
+    srv.start()
+    stall = stalled(srv, 3)
+    began = time.monotonic()
+    srv.stop()
+    assert time.monotonic() - began < 10
+    assert all(closed_by_server(s, 5) for s in stall)
+    for s in stall:
+        s.close()
+
+
+def test_caps_must_be_positive():
+    for kwargs in ({"max_connections": 0}, {"request_deadline": 0.0}):
+        with pytest.raises(ValueError):
+            HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), **kwargs)
