@@ -94,7 +94,8 @@ def test_systemd_analyze_verify_is_not_blind():
 def test_both_units_are_hardened_alike_and_notify_the_manager():
     """The journal unit differs in what it reads, never in how it is confined; both are
     Type=notify with a watchdog, check before start, reload by SIGHUP, keep state in
-    StateDirectory= and the compile cache in CacheDirectory=."""
+    StateDirectory= and the compile cache in CacheDirectory=, and may open 65536 descriptors
+    (LimitNOFILE=: systemd's default soft limit, 1024, is soon spent on files and connections)."""
     def hardening(name: str) -> list[str]:
         text = (UNITS / name).read_text()
         return text.split("# Hardening:", 1)[1].split("\n", 1)[1].splitlines()
@@ -102,11 +103,11 @@ def test_both_units_are_hardened_alike_and_notify_the_manager():
     for name in UNIT_NAMES:
         values = {key: unit_values(name, key) for key in (
             "Type", "WatchdogSec", "ExecReload", "DynamicUser", "ProtectSystem",
-            "NoNewPrivileges", "CapabilityBoundingSet")}
+            "NoNewPrivileges", "CapabilityBoundingSet", "LimitNOFILE")}
         assert values == {"Type": ["notify"], "WatchdogSec": ["60s"],
                           "ExecReload": ["/bin/kill -HUP $MAINPID"], "DynamicUser": ["yes"],
                           "ProtectSystem": ["strict"], "NoNewPrivileges": ["yes"],
-                          "CapabilityBoundingSet": [""]}
+                          "CapabilityBoundingSet": [""], "LimitNOFILE": ["65536"]}
         [state] = unit_values(name, "StateDirectory")
         [cache] = unit_values(name, "CacheDirectory")
         assert f"SGLANG_MATCHER_CACHE_DIR=%C/{cache}" in unit_values(name, "Environment")
