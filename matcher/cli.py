@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -203,12 +204,31 @@ def cmd_watch(args: argparse.Namespace) -> int:
         from matcher.daemon import load_checked_catalog
 
         catalog = load_checked_catalog(config)
+        _warn_unmatched(config.paths, config.exclude)
         print(f"configuration ok: {len(config.paths)} path patterns, state in {config.state_dir}, "
               f"catalog {catalog.version} with {len(catalog.records)} records")
         return EXIT_OK
     daemon = Daemon(config, config_file=args.config, flags=flags, read_stdin=read_stdin)
     daemon.install_signal_handlers()
     return daemon.run()
+
+
+def _warn_unmatched(paths: Sequence[str], exclude: Sequence[str]) -> None:
+    """`--check`: a path that follows nothing now is a warning, not an error (the log may not
+    exist before sglang starts), said with the likeliest reason."""
+    from matcher.source.checkpoint import CheckpointState
+    from matcher.source.discovery import why_nothing
+    from matcher.source.files import FileSet
+
+    files = FileSet(tuple(paths), tuple(exclude), CheckpointState(), from_beginning=False,
+                    fingerprint_bytes=1, rotate_wait=0, clock=lambda: 0.0)
+    found = files.paths()
+    for pattern, walk in files.discoveries.items():
+        if not any(p_ == pattern and os.path.isfile(path) for path, p_ in found.items()):
+            print(f"sglang-matcher: warning: {pattern} matches no file now: "
+                  f"{why_nothing(pattern)}", file=sys.stderr)
+        for problem in walk.problems[:5]:
+            print(f"sglang-matcher: warning: {pattern}: cannot list {problem}", file=sys.stderr)
 
 
 def _load(args: argparse.Namespace) -> Catalog:

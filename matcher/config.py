@@ -68,6 +68,10 @@ class Config:
     rank_grace: float = 0.1
     repeat_interval: float = 60.0
     events_file: Path | None = None
+    # Files kept open at once; beyond it the idlest are closed and reopened by identity when
+    # they grow. None: what the descriptor limit allows after the daemon's own reserve.
+    max_open_files: int | None = None
+    max_walk_entries: int = 200_000  # directory entries one discovery walk may list
 
     def static_labels(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """Configured labels plus those read from the environment (pod, namespace, node)."""
@@ -105,7 +109,9 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
             if str(value).lower() in ("0", "false", "no", "off", ""):
                 return False
             raise ValueError(f"expected true or false, got {value!r}")
-        if kind == "int":
+        if kind == "int | None" and (value is None or str(value).lower() in ("", "auto")):
+            return None
+        if kind in ("int", "int | None"):
             if isinstance(value, bool):
                 raise ValueError("expected an integer")
             n = int(value)

@@ -31,7 +31,7 @@ import prometheus_client
 import structlog
 from prometheus_client import CollectorRegistry
 
-from matcher import __version__
+from matcher import __version__, limits
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.config import Config, ConfigError, load_config
 from matcher.engine import Engine
@@ -43,6 +43,7 @@ from matcher.sinks.events import EventWriter, event_dict
 from matcher.sinks.metrics import MetricsSink
 from matcher.sinks.webhook import WebhookSink
 from matcher.source.checkpoint import CheckpointError, CheckpointStore
+from matcher.source.discovery import DiscoveryStopped, why_nothing
 from matcher.source.files import FileSet, SourceNotice, TailedFile, display_name
 from matcher.source.journald import JournalSource
 from matcher.telemetry import Telemetry
@@ -50,6 +51,9 @@ from matcher.types import Chunk, Event
 from matcher.utf8 import count_invalid
 
 CHECKPOINT_RETENTION = 7 * 24 * 3600.0
+NOTHING_REPORT_INTERVAL = 300.0  # a glob that matches nothing is said again this often
+OWN_DESCRIPTORS = 64  # the daemon's own: inotify, pipes, journalctl, webhook, checkpoint writes
+MIN_OPEN_FILES = 16  # even under a tiny limit, follow this many at once (and say it is tight)
 
 
 def load_checked_catalog(config: Config) -> Catalog:
@@ -118,6 +122,8 @@ class Daemon:
                 structlog.processors.JSONRenderer(),
             ],
         )
+        # Before anything is opened: a systemd service starts with a soft limit of 1024.
+        self.nofile = limits.raise_nofile_limit()
         self.redactor = Redactor(config.redact_patterns)
         self.sinks = [EventWriter(stdout, self.redactor, config.log_format)]
         if config.events_file is not None:
@@ -151,7 +157,13 @@ class Daemon:
             fingerprint_bytes=config.fingerprint_bytes,
             rotate_wait=config.rotate_wait,
             clock=clock,
+            max_walk_entries=config.max_walk_entries,
+            should_stop=lambda: self._stop,
         )
+        self.max_open_files = config.max_open_files or self._descriptor_budget()
+        self.files.max_open = self.max_open_files
+        self._discovery_said: dict[str, tuple[object, ...]] = {}
+        self._nothing_said: dict[str, float] = {}
         self.journals: list[JournalSource] = []
         for unit in config.journal_units:
             name = f"journal:{unit}"
@@ -169,6 +181,12 @@ class Daemon:
         self._regex_seen: tuple[object, int, frozenset[str]] = (None, 0, frozenset())
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    def _descriptor_budget(self) -> int:
+        """Files that may be open at once: the soft descriptor limit (raised to the hard one at
+        start) less the daemon's own descriptors and the HTTP server's connection cap."""
+        http_cap = self.http.max_connections if self.http is not None else 0
+        return max(MIN_OPEN_FILES, limits.fd_budget(OWN_DESCRIPTORS + http_cap))
 
     def _new_pipeline(self, catalog: Catalog) -> Pipeline:
         return Pipeline(
@@ -201,7 +219,9 @@ class Daemon:
         self._discover()  # files present now are "present at start"; "started" says it's done
         self.log.info("started", paths=list(self.config.paths), state_dir=str(self.config.state_dir),
                       catalog_version=self.catalog.version, patterns=len(self.catalog.records),
-                      prefilter=self.pipeline.engine.prefilter)
+                      prefilter=self.pipeline.engine.prefilter,
+                      files_followed=len(self.files.files), max_open_files=self.max_open_files,
+                      nofile_limit=self.nofile[1])
         self._start_watchdog()
         if self.http is not None:
             self.http.start()
@@ -292,15 +312,58 @@ class Daemon:
     def _discover(self) -> None:
         try:
             done = self.files.discover()
+        except DiscoveryStopped:
+            return  # SIGTERM mid-walk: the loop ends, what is open is drained
         except OSError as e:
             self.telemetry.pipeline_error("discover", e)
             return
         for f in done:
             self._end_file(f)
         self._log_notices()
+        self._report_discovery()
+
+    def _report_discovery(self) -> None:
+        """Say what each glob follows, and loudly when that is nothing or the walk failed."""
+        now = self.clock()
+        followed = self.files.followed()
+        self.telemetry.files_parked(sum(1 for f in self.files.files.values()
+                                        if f.parked_for is not None))
+        for pattern, found in self.files.discoveries.items():
+            self.telemetry.files_followed(pattern, followed.get(pattern, 0))
+            said = (tuple(found.problems), found.capped)
+            if said != self._discovery_said.get(pattern, ((), False)):
+                self._discovery_said[pattern] = said
+                if found.descriptors_exhausted:
+                    self.telemetry.pipeline_error(
+                        "discover", "OSError", path=pattern,
+                        detail="too many open files while listing: " + "; ".join(found.problems),
+                        hint="raise LimitNOFILE (ulimit -n) or lower max_open_files; files "
+                             "already followed are kept, not taken for gone")
+                elif found.problems:
+                    self.telemetry.notice("listing_failed", level="warning", path=pattern,
+                                          detail="; ".join(found.problems[:5]),
+                                          hint="files already followed are kept; retried "
+                                               "every poll")
+                if found.capped:
+                    self.telemetry.notice(
+                        "discovery_capped", level="warning", path=pattern,
+                        detail=f"stopped after {found.entries} directory entries",
+                        hint="narrow the glob, or raise max_walk_entries")
+            if followed.get(pattern, 0) == 0 and found.complete:
+                last = self._nothing_said.get(pattern)
+                if last is None or now - last >= NOTHING_REPORT_INTERVAL:
+                    self._nothing_said[pattern] = now
+                    self.telemetry.notice("path_matches_nothing", level="warning",
+                                          path=pattern, detail=why_nothing(pattern))
+            else:
+                self._nothing_said.pop(pattern, None)
+        if self.http is not None:
+            self.http.set_watching([p for p in self.files.discoveries
+                                    if followed.get(p, 0) == 0])
 
     def _end_file(self, f: TailedFile) -> None:
-        self._drain_file(f, self.clock())
+        if not f.dormant:
+            self._drain_file(f, self.clock())
         self._emit(self.pipeline.end_of_source(f.source_id, self.clock()))
         self.files.checkpoint(f, f.offset, self.wall())
         self.files.close(f)
@@ -309,8 +372,10 @@ class Daemon:
         """One fair pass over every source; True if any bytes were read."""
         progressed = False
         for f in list(self.files.files.values()):
-            if self._read_file(f, now, self.config.read_chunk_bytes):
+            if not f.dormant and self._read_file(f, now, self.config.read_chunk_bytes):
                 progressed = True
+        if self.files.open_count() > self.max_open_files * 0.9 or self.files.deferred:
+            self._sleep_idle_files(now)
         if self.read_stdin and not self._stdin_done:
             progressed |= self._read_stdin(now)
         for journal in self.journals:
@@ -325,15 +390,45 @@ class Daemon:
                 self._emit(self.pipeline.feed_lines(journal.name, lines, now))
         return progressed
 
+    def _sleep_idle_files(self, now: float) -> None:
+        """Near the descriptor budget, or files waiting for one: close the files idle longest
+        (read to their end, nothing of them held by the pipeline), checkpointed first, down to
+        half the budget — Filebeat's `close_inactive`, forced by the count, not a timer."""
+        excess = self.files.open_count() - self.max_open_files // 2
+        idle = sorted((f for f in self.files.files.values()
+                       if not f.dormant and f.parked_for is None and f.seen_at_path
+                       and f.gone_since is None
+                       and self.pipeline.partial_line_start(f.source_id) is None
+                       and self.pipeline.checkpoint_offset(f.source_id) in (None, f.offset)),
+                      key=lambda f: f.last_growth)
+        wall = self.wall()
+        slept = 0
+        for f in idle[:max(0, excess)]:
+            try:
+                if f.size() != f.offset:
+                    continue
+            except OSError:
+                continue
+            self.files.sleep(f, wall)
+            slept += 1
+        if slept:
+            self.telemetry.files_slept(slept, open_files=self.files.open_count(),
+                                       max_open_files=self.max_open_files)
+
     def _read_file(self, f: TailedFile, now: float, budget: int) -> bool:
         if f.parked_for is not None:
             return False
         try:
-            if self._truncated(f, now):
+            # Idle is one fstat: truncation is checked (size, first bytes, the bytes before our
+            # offset) whenever there is something to read, before and after reading it.
+            if f.size() == f.offset:
+                data = b""
+            elif self._truncated(f, now):
                 return True
-            data = f.read(budget)
-            if data and self._truncated(f, now, len(data)):
-                return True  # rewritten while we read: what we read is not this file's now
+            else:
+                data = f.read(budget)
+                if data and self._truncated(f, now, len(data)):
+                    return True  # rewritten while we read: what we read is not this file's now
         except OSError as e:
             self.telemetry.pipeline_error("read", e, path=f.path)
             return False
@@ -418,6 +513,8 @@ class Daemon:
             offset = self.pipeline.checkpoint_offset(f.source_id)
             self.files.checkpoint(f, f.offset if offset is None else offset, wall)
         for f in self.files.files.values():
+            if f.dormant:
+                continue
             try:
                 self.telemetry.read_lag(f.pattern, max(0, f.size() - f.offset))
             except OSError:
@@ -460,7 +557,7 @@ class Daemon:
         elif n.kind == "truncated":
             self.telemetry.truncated(n.pattern, path=n.path, detail=n.detail)
         else:
-            level = "warning" if n.kind == "unreadable" else "info"
+            level = "warning" if n.kind in ("unreadable", "released") else "info"
             self.telemetry.notice(f"file_{n.kind}", level=level, path=n.path, detail=n.detail)
 
     def _start_watchdog(self) -> None:

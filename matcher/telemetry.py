@@ -131,6 +131,18 @@ class Telemetry:
         self._checkpoint_last = gauge(
             "sglang_matcher_last_checkpoint_success_timestamp_seconds",
             "Unix time read positions were last saved, or found unchanged, without error.")
+        self._followed = gauge(
+            "sglang_matcher_files_followed",
+            "Files each configured path or glob follows now (0: it matches nothing — alert on "
+            "it), by source.", ("source",))
+        self._parked = gauge(
+            "sglang_matcher_files_parked",
+            "New files not read yet because they may be a copytruncate copy of a followed file "
+            "(read as new files unless the original shrinks within rotate_wait).")
+        self._slept = counter(
+            "sglang_matcher_files_closed_idle_total",
+            "Idle files whose descriptor was closed to stay under max_open_files (each is "
+            "reopened by identity when it grows).")
         self._webhook: dict[str, Any] | None = None
         self._checkpoint_writes_child = self._series(self._checkpoint_writes)
         self._heartbeat_child = self._series(self._heartbeat)
@@ -154,6 +166,19 @@ class Telemetry:
     def source_closed(self, source: str) -> None:
         """A source that is gone has nothing left to read: its lag is 0, not its last value."""
         self._lag.labels(source=self._source(source), **self._static).set(0)
+
+    def files_followed(self, source: str, n: int) -> None:
+        """Set each poll, per configured glob (a glob is a bounded label: it is config)."""
+        self._followed.labels(source=self._source(source), **self._static).set(n)
+
+    def files_parked(self, n: int) -> None:
+        self._series(self._parked).set(n)
+
+    def files_slept(self, n: int, **fields: Any) -> None:
+        """Descriptors of idle files closed for the budget: counted, logged at most every
+        `quiet_for` seconds (a host with more files than descriptors does this all day)."""
+        self._series(self._slept).inc(n)
+        self._emit_quietly("warning", "files_closed_idle", closed=n, **fields)
 
     def rotated(self, source: str, **fields: Any) -> None:
         self._rotations.labels(source=self._source(source), **self._static).inc()

@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import errno
 import fnmatch
-import glob
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from matcher.source.checkpoint import CheckpointState, FileCheckpoint
+from matcher.source.discovery import DEFAULT_MAX_ENTRIES, Discovery, expand
 from matcher.source.identity import FileIdentity, fingerprint
 
 END_SCAN_BYTES = 64 * 1024
@@ -78,7 +79,14 @@ class TailedFile:
     opened_at: float = 0.0
     utf8_carry: bytes = b""  # an unfinished UTF-8 character at the end of the last read
     parked_for: tuple[int, int] | None = None  # a copy waiting for its original's truncation
+    parked_size: int = -1  # its size when last looked at: a copy still being written grows
+    parked_since: float = 0.0  # when it was parked, or last grew while parked
     pattern: str = ""  # the configured glob that found it: the `source` label of its metrics
+
+    @property
+    def dormant(self) -> bool:
+        """Closed to stay under the descriptor budget; reopened by identity when it grows."""
+        return self.fd < 0
 
     def read(self, max_bytes: int) -> bytes:
         data = os.pread(self.fd, max_bytes, self.offset)
@@ -113,6 +121,17 @@ def _bytes_before(fd: int, offset: int, length: int) -> bytes:
     return os.pread(fd, offset - start, start)
 
 
+def _same_bytes(a: int, b: int, length: int, block: int = 1 << 20) -> bool:
+    """The first `length` bytes of two open files are equal (read a block at a time)."""
+    pos = 0
+    while pos < length:
+        n = min(block, length - pos)
+        if os.pread(a, n, pos) != os.pread(b, n, pos):
+            return False
+        pos += n
+    return True
+
+
 def _tail_hash(fd: int, offset: int) -> str:
     """Checksum of the bytes just before `offset`: a checkpoint resumes only where they match."""
     return hashlib.sha256(_bytes_before(fd, offset, TAIL_BYTES)).hexdigest()[:16]
@@ -144,8 +163,18 @@ class FileSet:
         fingerprint_bytes: int,
         rotate_wait: float,
         clock: Callable[[], float],
+        max_walk_entries: int = DEFAULT_MAX_ENTRIES,
+        should_stop: Callable[[], bool] = lambda: False,
+        max_open: int = 1 << 30,
+        wall: Callable[[], float] = time.time,
     ) -> None:
+        self.wall = wall  # checkpoint times
         self.globs = globs
+        self.max_walk_entries = max_walk_entries
+        self.should_stop = should_stop
+        # What the last walk found per glob: how many files each follows, and why it may be
+        # incomplete (the daemon reports both; `source` metrics are labelled by the glob).
+        self.discoveries: dict[str, Discovery] = {}
         self.exclude = exclude
         self.state = state
         self.from_beginning = from_beginning
@@ -154,32 +183,60 @@ class FileSet:
         self.clock = clock
         self.files: dict[tuple[int, int], TailedFile] = {}
         self._first_scan = True
+        self._deferred_at_start: set[str] = set()  # found at the first start, no descriptor yet
+        self.max_open = max_open
+        self.deferred = 0  # files not opened yet for lack of a descriptor, at the last poll
         self._unreadable: dict[str, str] = {}
         self.notices: list[SourceNotice] = []
         # (identity, offset, tail bytes, when) of files truncated in place: to know their copy
         self._truncations: list[tuple[FileIdentity, int, bytes, float]] = []
 
     def paths(self) -> dict[str, str]:
-        """Matching paths, each with the configured glob that found it (a bounded label)."""
+        """Matching paths, each with the configured glob that found it (a bounded label).
+
+        Also keeps each glob's `Discovery` in `discoveries`. Raises `DiscoveryStopped` when
+        `should_stop` says so mid-walk."""
         out: dict[str, str] = {}
+        self.discoveries = {}
         for pattern in self.globs:
-            for p in sorted(glob.glob(pattern, recursive=True)):
+            found = expand(pattern, max_entries=self.max_walk_entries,
+                           should_stop=self.should_stop)
+            self.discoveries[pattern] = found
+            for p in sorted(found.paths):
                 base = os.path.basename(p)
                 if any(fnmatch.fnmatch(base, x) or fnmatch.fnmatch(p, x) for x in self.exclude):
                     continue
                 out.setdefault(p, pattern)
         return out
 
-    def discover(self) -> list[TailedFile]:
-        """Re-evaluate the globs; open new files; return files that are done (to be closed)."""
-        now = self.clock()
+    def followed(self) -> dict[str, int]:
+        """Files followed per configured glob (0 for a glob that matches none)."""
+        counts = dict.fromkeys(self.globs, 0)
         for f in self.files.values():
-            f.seen_at_path = False
-        for path, pattern in self.paths().items():
+            if f.pattern in counts:
+                counts[f.pattern] += 1
+        return counts
+
+    def discover(self) -> list[TailedFile]:
+        """Re-evaluate the globs; open new files; return files that are done (to be closed).
+
+        A glob whose walk was incomplete (a directory that could not be listed — descriptors
+        exhausted, permission removed — or the entry cap) vouches for nothing: files it found
+        before keep their state instead of being taken for rotated away.
+        """
+        now = self.clock()
+        found = self.paths()
+        self.deferred = 0
+        incomplete = {p for p, d in self.discoveries.items() if not d.complete}
+        for f in self.files.values():
+            f.seen_at_path = f.pattern in incomplete and f.gone_since is None
+        new: list[tuple[str, str]] = []
+        waking: list[TailedFile] = []
+        for path, pattern in found.items():
             try:
                 st = os.stat(path)
             except OSError:
-                continue  # vanished between glob and stat
+                continue  # vanished between listing and stat
             if not stat.S_ISREG(st.st_mode):
                 continue
             tracked = self.files.get((st.st_dev, st.st_ino))
@@ -188,14 +245,32 @@ class FileSet:
                     tracked.path = path
                 tracked.seen_at_path = True
                 tracked.gone_since = None
+                if tracked.dormant and st.st_size != tracked.offset:
+                    waking.append(tracked)
                 continue
+            new.append((path, pattern))
+        # Dormant files that grew get descriptors first, the longest-waiting first, as many as
+        # the budget allows; the rest wait for the next poll (the daemon closes idle ones).
+        room = self.max_open - self.open_count()
+        for f in sorted(waking, key=lambda f: f.last_growth)[:max(0, room)]:
+            self._wake(f, f.path, now)
+        self.deferred += max(0, len(waking) - max(0, room))
+        # New files are judged after every followed file's place is known: a copy needs an
+        # original still at its path (logrotate's copytruncate leaves it there).
+        for path, pattern in new:
             self._open(path, pattern, now)
         self._first_scan = False
         for f in [f for f in self.files.values() if f.parked_for == PENDING]:
             self._settle(f, now)
+        for f in [f for f in self.files.values() if f.parked_for not in (None, PENDING)]:
+            self._check_parked(f, now)
         done: list[TailedFile] = []
         for key, f in list(self.files.items()):
             if f.seen_at_path:
+                continue
+            if f.dormant:  # no descriptor, no path: nothing left to read it by
+                done.append(f)
+                del self.files[key]
                 continue
             if f.gone_since is None:
                 f.gone_since = now
@@ -206,32 +281,68 @@ class FileSet:
                 del self.files[key]
         return done
 
+    def _check_parked(self, f: TailedFile, now: float) -> None:
+        """A parked copy is read as a new file, from its start, unless its original shrinks
+        within `rotate_wait` of the copy's last growth, at its path.
+
+        Same first bytes and same bytes before our offset make a file a candidate, not a copy:
+        a crash loop that recreates `server.log` with the same launch error, two replicas with
+        the same banner, a log copied in for a post-mortem all look like that. Only the
+        original's truncation proves copytruncate (`check_truncation` then releases the copy at
+        the original's offset).
+        """
+        original = self.files.get(f.parked_for) if f.parked_for is not None else None
+        size = f.size()
+        if size != f.parked_size:
+            f.parked_size, f.parked_since = size, now  # logrotate is still writing it
+        why = ""
+        if original is None or original.gone_since is not None or not original.seen_at_path:
+            why = "its original is no longer at its path"
+        elif now - f.parked_since >= self.rotate_wait:
+            why = f"its original did not shrink within {self.rotate_wait:g} s"
+        if why:
+            f.parked_for = None
+            f.offset = 0
+            f.tail = b""
+            self.notices.append(SourceNotice(
+                "released", f.path, f"looked like a copy of "
+                f"{original.path if original else 'a followed file'}, but {why}: read as a new "
+                f"file from its start", f.pattern))
+
     def _open(self, path: str, pattern: str, now: float) -> None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as e:
-            why = e.strerror or str(e)
-            if self._unreadable.get(path) != why:
-                self._unreadable[path] = why
-                hint = " (grant read access; it is retried every poll)" if e.errno in (
-                    errno.EACCES, errno.EPERM) else ""
-                self.notices.append(SourceNotice("unreadable", path, why + hint))
+            self._open_failed(path, e)
             return
         if path in self._unreadable:
             del self._unreadable[path]
             self.notices.append(SourceNotice("recovered", path, "readable again"))
         ident, head = _identify(fd, self.fingerprint_bytes)
         size = os.fstat(fd).st_size
-        offset, how, parked_for = self._start_offset(fd, ident, size, now)
+        first = self._first_scan or path in self._deferred_at_start
+        offset, how, parked_for = self._start_offset(fd, ident, size, now, first)
+        over_budget = self.open_count() >= self.max_open
+        if over_budget and (offset < size or parked_for is not None):
+            # Something to read and no descriptor to spare: not followed yet, opened again at a
+            # later poll once idle files are closed (nothing of it is read before then).
+            os.close(fd)
+            if self._first_scan:
+                self._deferred_at_start.add(path)
+            self.deferred += 1
+            return
+        self._deferred_at_start.discard(path)
         f = TailedFile(fd=fd, identity=ident, path=path, source_id=_source_id(path, ident),
                        offset=offset, last_growth=now, parked_for=parked_for, pattern=pattern,
-                       head=head, opened_at=now)
+                       head=head, opened_at=now, parked_size=size, parked_since=now)
         f.tail = f.bytes_before(offset, TAIL_BYTES)
         self.files[ident.inode_key] = f
         self.notices.append(SourceNotice("opened", path, f"{how} at offset {offset}"))
+        if over_budget:
+            self.sleep(f, self.wall())  # at its end: followed, without a descriptor until it grows
 
     def _start_offset(
-        self, fd: int, ident: FileIdentity, size: int, now: float
+        self, fd: int, ident: FileIdentity, size: int, now: float, first: bool
     ) -> tuple[int, str, tuple[int, int] | None]:
         for cp in self.state.find(ident.dev, ident.ino):
             n, h = fingerprint(fd, cp.identity.fp_len)
@@ -245,9 +356,9 @@ class FileSet:
         copy = self._copy_of(fd, size, now)
         if copy is not None:
             return copy
-        if not self._first_scan and self._may_become_copy(fd, size):
+        if not first and self._may_become_copy(fd, size):
             return 0, "new, maybe a copy still being written: waiting", PENDING
-        if self._first_scan and not self.from_beginning and not self.state.loaded_from_disk:
+        if first and not self.from_beginning and not self.state.loaded_from_disk:
             return _start_of_last_line(fd, size), "new at start: from the end", None
         return 0, "new file: from the beginning", None
 
@@ -260,8 +371,10 @@ class FileSet:
         copy ends or where we stopped reading the original, whichever comes first.
         """
         for other in self.files.values():
-            if other is skip or other.parked_for == PENDING:
-                continue
+            if other is skip or other.parked_for == PENDING or not other.seen_at_path \
+                    or other.gone_since is not None or other.dormant:
+                continue  # copytruncate leaves the original at its path: a deleted or renamed
+                # file is no original (a crash loop recreating server.log with the same bytes)
             head = (other.identity.fp_len, other.identity.fp_hash)
             if other.identity.fp_len == 0 or fingerprint(fd, other.identity.fp_len) != head:
                 continue
@@ -270,6 +383,9 @@ class FileSet:
                 continue
             if m == other.offset:  # compare with what we read, whatever the original holds now
                 same = bool(other.tail) and _bytes_before(fd, m, len(other.tail)) == other.tail
+                if same and fingerprint(other.fd, other.identity.fp_len) == head \
+                        and other.size() >= m:  # the original not rewritten yet: all of it
+                    same = _same_bytes(fd, other.fd, m)
             else:  # the copy ends before where we are: the original may be rewritten already
                 same = (_bytes_before(fd, m, TAIL_BYTES) == other.bytes_before(m, TAIL_BYTES)
                         or fingerprint(other.fd, other.identity.fp_len) != head)
@@ -292,7 +408,7 @@ class FileSet:
         if size >= self.fingerprint_bytes:
             return False
         have = os.pread(fd, size, 0)
-        heads = [f.head for f in self.files.values() if f.parked_for != PENDING]
+        heads = [f.head for f in self.files.values() if f.parked_for != PENDING and not f.dormant]
         heads += [t[3] for t in self._truncations]
         return any(len(h) > len(have) and h.startswith(have) for h in heads)
 
@@ -305,6 +421,7 @@ class FileSet:
         f.identity, f.head = _identify(f.fd, self.fingerprint_bytes)
         decided = self._copy_of(f.fd, size, now, skip=f)
         offset, how, f.parked_for = decided or (0, "new file: from the beginning", None)
+        f.parked_size, f.parked_since = size, now
         f.offset = offset
         f.tail = f.bytes_before(offset, TAIL_BYTES)
         self.notices.append(SourceNotice("opened", f.path, f"{how} at offset {offset}"))
@@ -318,11 +435,17 @@ class FileSet:
         size = f.size()
         if size < f.offset:
             truncated = True
-        elif f.identity.fp_len and size >= f.identity.fp_len:
-            n, h = fingerprint(f.fd, f.identity.fp_len)
-            truncated = h != f.identity.fp_hash
+        elif f.identity.fp_len and size >= f.identity.fp_len \
+                and fingerprint(f.fd, f.identity.fp_len)[1] != f.identity.fp_hash:
+            truncated = True
         else:
-            truncated = False
+            # Truncated and rewritten past our offset between two reads, with the same first
+            # bytes (a restart printing the same banner): the bytes before our offset differ
+            # from the ones we read there.
+            before = f.offset - just_read
+            tail = f.prev_tail if just_read else f.tail
+            truncated = bool(tail) and before > 0 and \
+                f.bytes_before(before, len(tail)) != tail
         if truncated:
             f.offset -= just_read
             if just_read:
@@ -332,6 +455,7 @@ class FileSet:
                 if copy.parked_for == f.identity.inode_key:
                     copy.parked_for = None
                     copy.offset = min(f.offset, copy.size())
+                    copy.tail = copy.bytes_before(copy.offset, TAIL_BYTES)
                     self.notices.append(SourceNotice(
                         "opened", copy.path, f"copy of truncated {f.path}: reading from "
                                              f"offset {copy.offset}"))
@@ -350,8 +474,8 @@ class FileSet:
                 f.identity, f.head = _identify(f.fd, self.fingerprint_bytes)
 
     def checkpoint(self, f: TailedFile, offset: int, now: float) -> None:
-        if f.parked_for == PENDING:
-            return  # nothing read from it yet, and what it is is not decided
+        if f.parked_for == PENDING or f.dormant:
+            return  # nothing read from it yet / checkpointed when it was put to sleep
         self.refresh_identity(f)
         for key in [k for k, c in self.state.files.items()
                     if c.identity.inode_key == f.identity.inode_key and k != f.identity.key]:
@@ -359,11 +483,58 @@ class FileSet:
         self.state.files[f.identity.key] = FileCheckpoint(
             f.identity, offset, f.path, now, _tail_hash(f.fd, offset))
 
-    def close(self, f: TailedFile) -> None:
+    def open_count(self) -> int:
+        return sum(1 for f in self.files.values() if not f.dormant)
+
+    def sleep(self, f: TailedFile, now: float) -> None:
+        """Close an idle file's descriptor (it stays followed, by identity, at its offset, and
+        its checkpoint is taken here, while the bytes before the offset can still be read).
+
+        The caller chooses only files read to their end with nothing held by the pipeline.
+        What this costs: if the file is then renamed out of every glob or deleted before it
+        grows again, lines written to it after this are not read.
+        """
+        if f.dormant:
+            return
+        self.checkpoint(f, f.offset, now)
         try:
             os.close(f.fd)
         except OSError:
             pass
+        f.fd = -1
+
+    def _wake(self, f: TailedFile, path: str, now: float) -> None:
+        """Reopen a dormant file that changed size; the same inode at `path`, checked again."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            self._open_failed(path, e)
+            return
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != f.identity.inode_key:
+            os.close(fd)  # replaced between stat and open: the next poll sees the new file
+            return
+        f.fd = fd
+        f.last_growth = now
+
+    def _open_failed(self, path: str, e: OSError) -> None:
+        why = e.strerror or str(e)
+        if self._unreadable.get(path) == why:
+            return
+        self._unreadable[path] = why
+        if e.errno in (errno.EACCES, errno.EPERM):
+            why += " (grant read access; it is retried every poll)"
+        elif e.errno in (errno.EMFILE, errno.ENFILE):
+            why += (" (descriptors exhausted: raise LimitNOFILE / `ulimit -n`, or lower "
+                    "max_open_files; it is retried every poll)")
+        self.notices.append(SourceNotice("unreadable", path, why))
+
+    def close(self, f: TailedFile) -> None:
+        if not f.dormant:
+            try:
+                os.close(f.fd)
+            except OSError:
+                pass
         self.notices.append(SourceNotice("closed", f.path, f"at offset {f.offset}"))
 
     def close_all(self) -> None:

@@ -1,0 +1,182 @@
+"""The daemon never silently stops reading: crash loops, symlink loops, descriptor limits,
+listings that fail, and globs that match nothing — each against a real daemon process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+from faultkit import figure, metrics, sample, served_url, stderr_events
+from watch_harness import REPO, DaemonProcess, wait_for
+
+from matcher.testing import SEQ_RECORD, line_for
+
+LAUNCH_ERROR = REPO / "tests/fixtures/sglang/launch/argparse_invalid_int.log"
+ARGPARSE_PATTERN = "510f125ae05affc9"  # the curated record of that log's root cause
+
+
+def test_a_crash_loop_of_one_launch_error_counts_every_crash(tmp_path):
+    """A unit restarted after each failed launch recreates `server.log` with the same bytes
+    (sglang's argparse errors carry no timestamp): four crashes are four failures."""
+    log = tmp_path / "server.log"
+    data = LAUNCH_ERROR.read_bytes()
+    crashes = 4
+    with DaemonProcess(tmp_path, [str(tmp_path / "server.log*")], "--sglang-version", "none",
+                       "--metrics-addr", "127.0.0.1:0", builtin=True) as d:
+        url = wait_for(lambda: served_url(d))
+        for n in range(1, crashes + 1):
+            if log.exists():
+                log.unlink()  # the service's ExecStartPre, or sglang's own log setup
+            log.write_bytes(data)
+            assert wait_for(lambda n=n: _errors(url, ARGPARSE_PATTERN) >= n, 20), \
+                f"crash {n} not counted:\n{d.err.read_text()[-2000:]}"
+        parked = sample(url, "sglang_matcher_files_parked")
+        assert d.stop() == 0
+    events = [e for e in d.events() if e.get("pattern_id") == ARGPARSE_PATTERN]
+    figure(f"crash loop of {crashes} identical launch failures: {len(events)} events")
+    assert (len(events), parked) == (crashes, 0)
+
+
+def _errors(url: str, pattern_id: str) -> float:
+    return sum(v for (name, labels), v in metrics(url).items()
+               if name == "sglang_log_errors_total" and ("pattern_id", pattern_id) in labels)
+
+
+def _symlink_loops(root: Path) -> Path:
+    """A tree with two symlink loops (a link to its own parent, two directories linking to
+    each other) and one real log at the bottom."""
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "c").mkdir()
+    (root / "a" / "b" / "up").symlink_to("../..")
+    (root / "a" / "to_c").symlink_to("../c")
+    (root / "c" / "to_a").symlink_to("../a")
+    log = root / "a" / "b" / "server.log"
+    log.touch()
+    return log
+
+
+def test_a_glob_over_symlink_loops_starts_follows_and_stops(tmp_path):
+    """`**` over a tree with two symlink loops: the daemon starts, follows the one real log
+    (once, though many paths reach it), and SIGTERM ends it within 5 s."""
+    log = _symlink_loops(tmp_path / "logs")
+    with DaemonProcess(tmp_path, [str(tmp_path / "logs" / "**" / "*.log")]) as d:
+        with open(log, "a") as f:
+            f.write(line_for(1) + "\n")
+        assert d.wait_seqs({1}, timeout=20) == {1: 1}
+        assert d.proc is not None
+        started = time.monotonic()
+        d.proc.send_signal(signal.SIGTERM)
+        rc = d.proc.wait(10)
+        took = time.monotonic() - started
+        d.proc = None
+    figure(f"symlink loops under **: followed 1 file once; SIGTERM took {took:.2f} s")
+    assert rc == 0 and took < 5
+
+
+def test_files_beyond_the_descriptor_limit_are_all_read(tmp_path):
+    """With a hard descriptor limit of 256 (soft = hard: nothing to raise), a glob of 600
+    files: the daemon starts, keeps under its budget by closing idle files, and reads a line
+    appended to every one of them — twice over, so each file is reopened at least once."""
+    n = 600
+    logs = [tmp_path / f"w{k:03d}.log" for k in range(n)]
+    for p in logs:
+        p.touch()
+    d = DaemonProcess(tmp_path, [str(tmp_path / "w*.log")], "--metrics-addr", "127.0.0.1:0")
+    d.prefix = ["prlimit", "--nofile=256:256", "--"]
+    with d:
+        url = wait_for(lambda: served_url(d))
+        for rnd in range(2):
+            for k, p in enumerate(logs):
+                with open(p, "a") as f:
+                    f.write(line_for(rnd * n + k) + "\n")
+            d.wait_seqs(set(range((rnd + 1) * n)), timeout=60)
+        assert d.proc is not None
+        fds = len(os.listdir(f"/proc/{d.proc.pid}/fd"))
+        followed = sample(url, "sglang_matcher_files_followed", source=str(tmp_path / "w*.log"))
+        closed = sample(url, "sglang_matcher_files_closed_idle_total")
+        assert d.stop() == 0
+    seqs = d.seqs()
+    figure(f"{n} files under a 256-descriptor limit: {len(seqs)}/{2 * n} lines, "
+           f"{sum(seqs.values()) - len(seqs)} duplicated, {fds} descriptors open at the end, "
+           f"{closed:.0f} idle closes")
+    assert (set(seqs), max(seqs.values())) == (set(range(2 * n)), 1)
+    assert followed == n and fds < 256 and closed > 0
+    assert "Too many open files" not in d.err.read_text()
+
+
+def test_a_listing_that_fails_for_lack_of_descriptors_drops_nothing(tmp_path):
+    """Descriptors exhausted (by anything: HTTP clients, another thread) while the globs are
+    walked: the walk says it is incomplete and the files followed stay followed, so a line
+    appended meanwhile is read once descriptors are back."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for k in range(3):
+        (logs / f"s{k}.log").write_text("boot\n")
+    script = textwrap.dedent(f"""
+        import os, resource, sys
+        from matcher.source.checkpoint import CheckpointState
+        from matcher.source.files import FileSet
+        fs = FileSet(({str(logs / '*.log')!r},), (), CheckpointState(), from_beginning=True,
+                     fingerprint_bytes=1024, rotate_wait=0.0, clock=lambda: 100.0)
+        fs.discover()
+        for f in fs.files.values():
+            f.read(1 << 20)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+        hog = []
+        try:
+            while True:
+                hog.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError:
+            pass
+        done = fs.discover()  # no descriptor left to list the directory with
+        found = fs.discoveries[{str(logs / '*.log')!r}]
+        for fd in hog:
+            os.close(fd)
+        for k in range(3):
+            with open({str(logs)!r} + f"/s{{k}}.log", "a") as w:
+                w.write("appended while descriptors were out\\n")
+        got = sum(f.read(1 << 20).count(b"appended") for f in fs.files.values())
+        print(len(done), len(fs.files), found.complete, found.descriptors_exhausted, got)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "3", "False", "True", "3"]
+
+
+def test_a_glob_that_matches_nothing_is_loud(tmp_path):
+    """A mistyped path and a directory given instead of its files: each is logged with what to
+    check, `sglang_matcher_files_followed` is 0 for it, `--check` warns, and `/readyz` says so."""
+    real = tmp_path / "logs"
+    real.mkdir()
+    mistyped = str(tmp_path / "lgos" / "*.log")
+    directory = str(real)
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(SEQ_RECORD))
+    check = subprocess.run(
+        [sys.executable, "-m", "matcher", "watch", "--check", "--no-builtin", "--catalog",
+         str(catalog), "--state-dir", str(tmp_path / "state"), mistyped, directory],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stderr
+    assert f"warning: {mistyped} matches no file" in check.stderr
+    assert f"{directory} is a directory" in check.stderr
+    with DaemonProcess(tmp_path, [mistyped, directory], "--metrics-addr", "127.0.0.1:0") as d:
+        url = wait_for(lambda: served_url(d))
+        said = wait_for(lambda: stderr_events(d, "path_matches_nothing")
+                        if len(stderr_events(d, "path_matches_nothing")) >= 2 else None, 10)
+        followed = [sample(url, "sglang_matcher_files_followed", source=p)
+                    for p in (mistyped, directory)]
+        ready = json.loads(urllib.request.urlopen(url + "/readyz", timeout=10).read())
+        assert d.stop() == 0
+    assert {e["path"] for e in said} == {mistyped, directory}
+    assert any("is a directory" in e["detail"] for e in said)
+    assert followed == [0, 0]
+    assert ready["status"] == "ready" and set(ready["matching_nothing"]) == {mistyped, directory}
