@@ -18,11 +18,34 @@ again — so an event may list fewer ranks than printed the error; the count of 
 right. `scan` waits, and lists every rank.
 
 Repeats (a crash loop) are rate-limited when `repeat_interval` is set: at most one printed event
-per error per source (one log file, one journal) per interval; the others come out `quiet` —
-counted by the metrics sink, not printed — and the next printed one carries `suppressed: N`.
+per error per source (one log file, one journal) per interval of arrival time; the others come
+out `quiet` — counted by the metrics sink, not printed — and the next printed one carries
+`suppressed: N`.
 
-Time is the log's own timestamp when the line has one, else the `now` the caller passes; the
-module never reads a clock. Nothing is dropped: `finish()` emits whatever is still open.
+Time: windows run on the time we read a line, not the time the line claims. The caller passes
+that arrival time as `now` (the daemon: its monotonic clock); the module never reads a clock,
+and arrival time never goes back (a `now` read a moment before the last one counts as the last).
+An occurrence joins a group — or folds into one emitted early, or attaches to it as a
+consequence — only if it arrived within `window` of the group's first record and, when both
+carry a log timestamp, the two timestamps are within `window` of each other, either way. So the
+log's time can only separate: a backlog read in one go still splits crashes hours apart, and a
+line with a wild timestamp (a bad clock, a replayed log, a line stamped 2099) stands alone. It
+can no longer steer: when the log's time bounded the window (`t - log_t <= window`, true for
+any line stamped earlier than the group), one far-future line swallowed a later, separate
+failure on another rank. Windows end, and the repeat interval runs, on arrival time only.
+`scan` passes no arrival time (now=0 throughout): there the log's own timestamp alone groups,
+and a group ends when an occurrence falls outside its window, on a rank's repeat, or at
+`finish()` (scan sorts its output, so when it comes out does not matter). Nor does scan limit
+repeats: with no arrival time, no interval would ever pass.
+
+Many distinct errors cost O(1) amortized each: open groups, groups emitted early and the repeat
+table are kept in arrival order and pruned from the old end, and each holds at most
+`max_tracked` entries, the oldest leaving first. What leaving costs: an open group is emitted
+then, maybe before its last rank (with `early` that rank still folds in; without, it comes out
+as an event of its own); an early-emitted group that left can take no late rank or consequence
+(each comes out as an event of its own); a repeat of an error the repeat table forgot is printed
+again, and a note of quiet repeats that left is not printed. Counts are never lost: the metrics
+count every event, printed or quiet. Nothing is dropped: `finish()` emits whatever is still open.
 """
 
 from __future__ import annotations
@@ -30,6 +53,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +63,11 @@ from matcher.types import Event, Match, Record
 DEFAULT_WINDOW = 5.0
 DEFAULT_RANK_GRACE = 0.1
 MAX_TRACEBACK_CHARS = 8192
+# Entries each table (open groups, groups emitted early, the repeat table, its notes) holds
+# at most; past it the oldest leaves (the module docstring says what that costs). 10,000
+# small entries are a few MB; more distinct errors than that within one window or repeat
+# interval is a flood no one reads event by event.
+MAX_TRACKED = 10_000
 
 _MASKS = (
     (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
@@ -114,7 +143,7 @@ class _Group:
 
 
 class Aggregator:
-    """Collapses ranks and attaches consequences. Feed matches in log order."""
+    """Collapses ranks and attaches consequences. Feed records in the order they were read."""
 
     def __init__(
         self,
@@ -125,28 +154,38 @@ class Aggregator:
         repeat_interval: float = 0.0,
         early: bool = False,
         rank_grace: float = DEFAULT_RANK_GRACE,
+        max_tracked: int = MAX_TRACKED,
     ) -> None:
+        if max_tracked < 1:
+            raise ValueError("max_tracked must be at least 1")
         self.window = window
         self.early = early
         self.rank_grace = rank_grace
-        self._closed: dict[tuple[object, ...], _Closed] = {}
-        self._closed_cause: _Closed | None = None
         self.repeat_interval = repeat_interval
-        self._last_printed: dict[tuple[str, str], float] = {}  # (source, error) → time
-        self._suppressed: dict[tuple[str, str], int] = {}
         self.catalog_version = catalog_version
         self.labels = dict(labels or {})
-        self._open: dict[tuple[object, ...], _Group] = {}
+        self.max_tracked = max_tracked
+        self._now = 0.0  # the latest arrival time given
+        # Every table in arrival order, oldest first: what left its window or interval is found
+        # at the front and removed there, so no record costs a pass over any table.
+        self._open: OrderedDict[tuple[object, ...], _Group] = OrderedDict()
+        self._closed: OrderedDict[tuple[object, ...], _Closed] = OrderedDict()
+        self._closed_cause: _Closed | None = None
         self._last_cause: _Group | None = None
+        # (source, error) → arrival time of its last printed event; → quiet repeats since then.
+        self._last_printed: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._suppressed: OrderedDict[tuple[str, str], int] = OrderedDict()
 
     def add(self, record: Record, match: Match | None, now: float = 0.0,
             expected: Collection[str] = ()) -> list[Event]:
         """Take one framed record and its match (or None); return events that are complete.
 
-        `expected`: the ranks the record's source has shown so far (used when `early`).
+        `now`: when the record was read (arrival time; see the module docstring). `expected`:
+        the ranks the record's source has shown so far (used when `early`).
         """
+        now = self._arrive(now)
         t = log_time(record.log_ts)
-        out = self._expire(t, now)
+        out = self._expire(now)
         if match is None and not record.exceptions:
             return out
         if match is not None and match.pattern.role == "consequence":
@@ -168,14 +207,16 @@ class Aggregator:
                 and self._within(closed, t, now):
             closed.ranks.add(rank)
             return out
-        if group is not None and (not rank or rank in group.ranks):
+        if group is not None and (not rank or rank in group.ranks
+                                  or not self._within(group, t, now)):
             out.append(self._close(group))
             group = None
         if group is None:
             group = _Group(key, record, match, t, now, observed=now)
-            self._open[key] = group
+            self._open[key] = group  # at the end: its key left `_open` when it closed
             if rank:
                 group.ranks.append(rank)
+            out += self._evict_open()
         else:
             group.ranks.append(rank)
             group.occurrences += 1
@@ -187,9 +228,14 @@ class Aggregator:
         return out
 
     def tick(self, now: float) -> list[Event]:
-        out = self._expire(None, now)
+        now = self._arrive(now)
+        out = self._expire(now)
         if self.early:
-            late = [g for g in self._open.values() if g.observed + self.rank_grace <= now]
+            late: list[_Group] = []
+            for g in self._open.values():  # oldest first: the first still in its grace ends it
+                if g.observed + self.rank_grace > now:
+                    break
+                late.append(g)
             out += sorted((self._close_early(g) for g in late), key=lambda e: e.offset)
         return out
 
@@ -202,9 +248,9 @@ class Aggregator:
         no longer than this, so an early event leaves on time."""
         if not self._open:
             return None
-        if self.early:
-            return max(0.0, min(g.observed for g in self._open.values()) + self.rank_grace - now)
-        return max(0.0, min(g.now_t for g in self._open.values()) + self.window - now)
+        oldest = next(iter(self._open.values()))
+        wait = oldest.observed + self.rank_grace if self.early else oldest.now_t + self.window
+        return max(0.0, wait - max(now, self._now))
 
     def open_offsets(self, source: str) -> list[int]:
         """Where the earliest record of `source` in each group not yet emitted starts."""
@@ -215,28 +261,60 @@ class Aggregator:
 
     # -- internals ---------------------------------------------------------------------------
 
+    def _arrive(self, now: float) -> float:
+        """Arrival time never goes back: the daemon reads its clock once a round, and a call made
+        with a `now` read a moment before another's counts as the later one. That keeps every
+        table in time order."""
+        if now > self._now:
+            self._now = now
+        return self._now
+
     def _close_early(self, group: _Group) -> Event:
         was_cause = self._last_cause is group
         closed = _Closed(set(group.ranks), group.log_t, group.now_t)
-        if len(self._closed) >= 10_000:  # bounded; entries leave with their window anyway
-            self._closed.clear()
+        self._closed.pop(group.key, None)  # a new entry goes to the end
         self._closed[group.key] = closed
+        if len(self._closed) > self.max_tracked:
+            self._closed.popitem(last=False)
         if was_cause:
             self._closed_cause = closed
         return self._close(group)
 
     def _within(self, group: _Group | _Closed, t: float | None, now: float) -> bool:
-        if t is not None and group.log_t is not None:
-            return t - group.log_t <= self.window
-        return now - group.now_t <= self.window
+        """An occurrence stamped `t` that arrived at `now` belongs to `group`'s window: arrival
+        within `window`, and log timestamps (when both have one) within `window` either way."""
+        if now - group.now_t > self.window:
+            return False
+        return t is None or group.log_t is None or abs(t - group.log_t) <= self.window
 
-    def _expire(self, t: float | None, now: float) -> list[Event]:
-        if self._closed:
-            self._closed = {k: c for k, c in self._closed.items() if self._within(c, t, now)}
-            if self._closed_cause is not None and not self._within(self._closed_cause, t, now):
-                self._closed_cause = None
-        done = [g for g in self._open.values() if not self._within(g, t, now)]
+    def _expire(self, now: float) -> list[Event]:
+        """Drop the early-emitted groups and emit the open ones whose window of arrival time has
+        ended: from the oldest, stopping at the first still in it.
+
+        An entry that left `_open` late (a group waits its grace before `_closed` takes it)
+        may stand in front of an older one, which then leaves a little late; lookups check
+        the window themselves, so that costs memory for a moment, never a wrong grouping.
+        """
+        closed = self._closed
+        while closed and now - next(iter(closed.values())).now_t > self.window:
+            closed.popitem(last=False)
+        if self._closed_cause is not None and now - self._closed_cause.now_t > self.window:
+            self._closed_cause = None
+        done: list[_Group] = []
+        for g in self._open.values():
+            if now - g.now_t <= self.window:
+                break
+            done.append(g)
         return sorted((self._close(g) for g in done), key=lambda e: e.offset)
+
+    def _evict_open(self) -> list[Event]:
+        """More open groups than `max_tracked` (a flood of distinct errors, each waiting for its
+        ranks): the oldest are emitted now."""
+        out: list[Event] = []
+        while len(self._open) > self.max_tracked:
+            oldest = next(iter(self._open.values()))
+            out.append(self._close_early(oldest) if self.early else self._close(oldest))
+        return out
 
     def _key(self, record: Record, match: Match | None) -> tuple[object, ...]:
         if match is not None:
@@ -245,28 +323,35 @@ class Aggregator:
         return ("unknown", fingerprint(exc.error_class, exc.message))
 
     def _close(self, group: _Group) -> Event:
-        event = self._event(group)
-        t = group.log_t if group.log_t is not None else group.now_t
-        return self._rate_limit(event, t)
+        return self._rate_limit(self._event(group), group.now_t)
 
     def _rate_limit(self, event: Event, t: float) -> Event:
-        """At most one printed event per error per `repeat_interval`; the rest are `quiet`
-        (still counted) and the next printed one says how many were held back."""
+        """At most one printed event per error per `repeat_interval` of arrival time (`t`: when
+        the event's first record arrived); the rest are `quiet` (still counted) and the next
+        printed one says how many were held back."""
         if self.repeat_interval <= 0:
             return event
+        printed = self._last_printed
+        # Forget, oldest first, the errors whose interval has passed for every group still to
+        # close: none arrived before this one, the oldest open one, or (those to come) now.
+        # Their notes stay in `_suppressed` until the error prints again or the table is full.
+        oldest = next(iter(self._open.values())).now_t if self._open else self._now
+        horizon = min(t, oldest) - self.repeat_interval
+        while printed and next(iter(printed.values())) <= horizon:
+            printed.popitem(last=False)
         # Per source: the same failure in another server's log is news, not a repeat.
         key = (event.source, event.pattern_id or event.fingerprint or "")
-        last = self._last_printed.get(key)
-        if last is not None and 0 <= t - last < self.repeat_interval:
+        last = printed.get(key)
+        if last is not None and t - last < self.repeat_interval:
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            self._suppressed.move_to_end(key)
+            if len(self._suppressed) > self.max_tracked:
+                self._suppressed.popitem(last=False)  # its quiet repeats were counted already
             return dataclasses.replace(event, quiet=True)
-        if len(self._last_printed) > 10_000:  # bounded: forget errors quiet for a whole interval
-            self._last_printed = {k: v for k, v in self._last_printed.items()
-                                  if t - v < self.repeat_interval}
-            # (their quiet repeats were counted by the metrics already; only the note goes)
-            self._suppressed = {k: n for k, n in self._suppressed.items()
-                                if k in self._last_printed}
-        self._last_printed[key] = t
+        printed.pop(key, None)  # a new entry goes to the end
+        printed[key] = t
+        if len(printed) > self.max_tracked:
+            printed.popitem(last=False)
         held = self._suppressed.pop(key, 0)
         return dataclasses.replace(event, suppressed=held) if held else event
 

@@ -9,6 +9,7 @@ import pytest
 from matcher.aggregate import Aggregator, fingerprint, mask_message
 from matcher.catalog.check import frame_text
 from matcher.engine import Engine
+from matcher.types import ExceptionLine
 
 from test_framing import _eight_rank_log
 
@@ -59,6 +60,8 @@ def test_outside_the_window_is_a_new_event():
     b = "[2026-01-01 12:00:09 TP1] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
     assert [e.ranks for e in run(a + b, engine_with(NCCL))] == [("TP0",), ("TP1",)]
     assert [e.ranks for e in run(a + b, engine_with(NCCL), window=10)] == [("TP0", "TP1")]
+    # A jump back in log time separates too (scan has only the log's time to go by).
+    assert sorted(e.ranks for e in run(b + a, engine_with(NCCL))) == [("TP0",), ("TP1",)]
 
 
 def test_consequence_without_a_cause_stands_alone_as_a_consequence():
@@ -104,15 +107,16 @@ def test_open_offsets_name_each_sources_first_record_in_groups_not_yet_emitted()
 
 
 def test_crash_loop_prints_once_per_interval_and_counts_every_repeat():
-    """100 repeats of one error within a minute: the first is printed, the rest are quiet; after
-    the interval the next printed event says how many were held back."""
+    """100 repeats of one error within a minute (of arrival time: the interval runs on it): the
+    first is printed, the rest are quiet; after the interval the next printed event says how
+    many were held back."""
     agg = Aggregator(window=5.0, repeat_interval=60.0)
     engine = engine_with(NCCL)
     events = []
     for i in range(100):
         text = f"[2026-01-01 12:00:{i % 60:02d} TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
         for r in frame_text(text):
-            events += agg.add(r, engine.match(r), now=float(i))
+            events += agg.add(r, engine.match(r), now=i * 0.5)
     late = "[2026-01-01 12:01:30 TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
     for r in frame_text(late):
         events += agg.add(r, engine.match(r), now=200.0)
@@ -220,3 +224,117 @@ def test_the_same_error_in_another_source_is_printed_not_held_as_a_repeat():
     events += agg.finish()
     assert [(e.source, e.quiet) for e in events] == [
         ("pod-a.log", False), ("pod-b.log", False), ("pod-a.log", True)]
+
+
+# -- time: windows run on arrival time; a wild log timestamp cannot steer ------------------------
+
+NCCL_ERROR = "RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+FAR_FUTURE = "[2099-01-01 00:00:00 TP0] " + NCCL_ERROR
+NOW_TP1 = "[2026-01-01 12:00:00 TP1] " + NCCL_ERROR
+
+
+def daemon_aggregator(**kw) -> Aggregator:
+    """The daemon's settings (config.py defaults)."""
+    return Aggregator(**{"window": 5.0, "early": True, "repeat_interval": 60.0,
+                         "rank_grace": 0.1, **kw})
+
+
+@pytest.mark.parametrize("early", [True, False])
+@pytest.mark.parametrize("gap", [30.0, 2.0, 0.01])
+def test_a_far_future_line_does_not_swallow_a_later_failure_on_another_rank(early, gap):
+    """TP0 prints a line stamped 2099 (a bad clock, a replayed log); `gap` seconds later TP1
+    fails with the same error, stamped now. Two failures, two events: 30 s apart in arrival
+    they are in no window together, and 2 or 0.01 s apart their timestamps still part them. (The
+    log's time bounded the window: 2026 − 2099 is negative, "within", so TP1 was folded into
+    TP0's event; and the repeat limit, on log time too, printed TP1's as news.)"""
+    agg = daemon_aggregator(early=early)
+    engine = engine_with(NCCL)
+    [wild], [later] = frame_text(FAR_FUTURE), frame_text(NOW_TP1)
+    events = agg.add(wild, engine.match(wild), 100.0, ["TP0", "TP1"])
+    events += agg.tick(100.0 + gap / 2)  # the daemon ticks meanwhile
+    events += agg.add(later, engine.match(later), 100.0 + gap, ["TP0", "TP1"])
+    events += agg.finish()
+    # The second is a repeat within the interval: counted by the metrics, not printed.
+    assert [(e.log_ts[:4], e.ranks, e.quiet) for e in events] == [
+        ("2099", ("TP0",), False), ("2026", ("TP1",), True)]
+
+
+def test_a_wild_timestamp_does_not_end_the_windows_open_around_it():
+    """TP0 fails; a line of another error stamped 2099 comes between; TP1 reports TP0's failure
+    a moment later. One event lists both ranks: the wild line ended no window."""
+    agg = daemon_aggregator()
+    engine = engine_with(NCCL)
+    records = frame_text(NOW_TP1.replace("TP1", "TP0")
+                         + "[2099-01-01 00:00:00 TP2] ValueError: unexpected state\n" + NOW_TP1)
+    events = []
+    for i, r in enumerate(records):
+        events += agg.add(r, engine.match(r), 100.0 + i * 0.01, ["TP0", "TP1", "TP2"])
+    events += agg.tick(101.0) + agg.finish()
+    assert sorted((e.pattern_id or e.error_class, e.ranks) for e in events) == [
+        ("ValueError", ("TP2",)), ("nccl-test", ("TP0", "TP1"))]
+
+
+def test_the_repeat_interval_runs_on_arrival_time_not_on_the_log_s():
+    """Two occurrences stamped an hour apart but read 10 s apart are repeats; two stamped the
+    same second but read two minutes apart are not."""
+    engine = engine_with(NCCL)
+    line = "[2026-01-01 {hm}:00 TP0] " + NCCL_ERROR
+
+    def quiet(stamps_and_arrivals):
+        agg = daemon_aggregator()
+        out = []
+        for hm, now in stamps_and_arrivals:
+            [r] = frame_text(line.format(hm=hm))
+            out += agg.add(r, engine.match(r), now, ["TP0"])
+        return [e.quiet for e in out + agg.finish()]
+
+    assert quiet([("12:00", 100.0), ("13:00", 110.0)]) == [False, True]
+    assert quiet([("12:00", 100.0), ("12:00", 220.0)]) == [False, False]
+
+
+# -- many distinct errors: bounded tables, O(1) a record -----------------------------------------
+
+def _word(i: int) -> str:
+    """A distinct string of letters for each i: fingerprints mask digits, not words."""
+    out = ""
+    i += 26 ** 3
+    while i:
+        i, r = divmod(i, 26)
+        out += chr(ord("a") + r)
+    return out
+
+
+@pytest.mark.parametrize("ranks, expected", [((), ()), (("TP0",), ("TP0", "TP1"))],
+                         ids=["emitted-at-once", "waiting-for-ranks"])
+def test_tables_stay_bounded_under_many_distinct_errors_and_every_one_is_counted(ranks, expected):
+    """50,000 distinct unknown errors (every fourth repeated once) read within 5 s, in the daemon's
+    settings: no table — open groups, groups emitted early, the repeat table, its notes —
+    ever holds more than `max_tracked` entries (they were rebuilt on every record past 10,000,
+    which made 100,000 distinct errors take minutes), and every occurrence comes out as an event
+    (printed or quiet), so the metrics count them all. With ranks that never all report and no
+    tick, the oldest open groups are emitted as the table fills."""
+    agg = daemon_aggregator()
+    [template] = frame_text("[2026-01-01 12:00:00] ValueError: x\n")
+    template = replace(template, ranks=ranks)
+    n = 50_000
+    bound = agg.max_tracked
+    assert bound < n
+    tables = {"open": "_open", "closed": "_closed", "repeats": "_last_printed",
+              "notes": "_suppressed"}
+    largest = dict.fromkeys(tables, 0)
+    events = []
+    for i in range(n):
+        for j in (i, i - 100) if i >= 100 and i % 4 == 0 else (i,):  # a repeat 100 later
+            record = replace(template, offset=i,
+                             exceptions=(ExceptionLine("ValueError", f"unexpected {_word(j)}"),))
+            events += agg.add(record, None, 1000.0 + i * 1e-4, expected)
+        for name, attribute in tables.items():
+            size = len(getattr(agg, attribute))
+            largest[name] = max(largest[name], size)
+            assert size <= bound, (name, i)
+    events += agg.finish()
+    filled = {name for name, most in largest.items() if most == bound}
+    assert filled >= {"closed", "repeats"} | ({"open"} if ranks else set())  # the flood did
+    assert len(events) == n + (n - 100) // 4
+    assert len({e.fingerprint for e in events}) == n
+    assert sum(not e.quiet for e in events) >= n  # every distinct error printed at least once
