@@ -53,6 +53,8 @@ from matcher.utf8 import count_invalid
 CHECKPOINT_RETENTION = 7 * 24 * 3600.0
 NOTHING_REPORT_INTERVAL = 300.0  # a glob that matches nothing is said again this often
 OWN_DESCRIPTORS = 64  # the daemon's own: inotify, pipes, journalctl, webhook, checkpoint writes
+SWEEP_POLLS = 10  # with inotify, the globs are walked every this many polls (and on events)
+MAX_TOUCHED = 10_000  # modified paths remembered between two turns; beyond: walk instead
 MIN_OPEN_FILES = 16  # even under a tiny limit, follow this many at once (and say it is tight)
 
 
@@ -164,6 +166,11 @@ class Daemon:
         self.files.max_open = self.max_open_files
         self._discovery_said: dict[str, tuple[object, ...]] = {}
         self._nothing_said: dict[str, float] = {}
+        self._structure_changed = False  # inotify saw a create/delete/rename
+        self._touched: list[str] = []  # paths inotify saw modified since the last turn
+        self._events_cover_all = False
+        self._saved_changes = -1  # FileSet.changes at the last checkpoint written
+        self._next_retention = 0.0
         self.journals: list[JournalSource] = []
         for unit in config.journal_units:
             name = f"journal:{unit}"
@@ -226,7 +233,7 @@ class Daemon:
         if self.http is not None:
             self.http.start()
             self.log.info("serving", url=self.http.url)
-        next_discovery = 0.0
+        next_discovery = next_full_read = 0.0
         ready = False
         next_checkpoint = self.clock() + self.config.checkpoint_interval
         try:
@@ -239,9 +246,10 @@ class Daemon:
                         self.reload()
                     finally:
                         self.notifier.ready()  # new catalog or old one kept: serving either way
-                if now >= next_discovery:
+                if now >= next_discovery or self._structure_changed:
+                    self._structure_changed = False
                     self._discover()
-                    next_discovery = now + self.config.poll_interval
+                    next_discovery = now + self._discovery_interval()
                     if not ready and self.http is not None:
                         self.http.set_ready(True)  # catalog loaded, sources opened
                     if not ready:
@@ -251,7 +259,17 @@ class Daemon:
                     self.http.heartbeat()
                 self.telemetry.heartbeat()
                 self.notifier.watchdog(now)  # only a loop that gets here vouches for itself
-                progressed = self.read_round(now)
+                touched: set[str] = set()
+                if self._touched:
+                    batch, self._touched = self._touched, []
+                    touched = {os.path.abspath(p) for p in batch}
+                    self.files.wake(touched, now)  # closed idle files that grew
+                    self._log_notices()
+                if now >= next_full_read or not self._events_cover_all:
+                    next_full_read = now + self.config.poll_interval * SWEEP_POLLS
+                    progressed = self.read_round(now)
+                else:  # inotify names what changed: only those, and files still being read
+                    progressed = self.read_round(now, touched=touched)
                 self._emit(self.pipeline.tick(now))
                 self._count_regex_timeouts()
                 if now >= next_checkpoint:
@@ -308,6 +326,16 @@ class Daemon:
         self.telemetry.reload("ok", catalog_version=catalog.version, patterns=len(catalog.records))
 
     # -- the loop ----------------------------------------------------------------------------
+
+    def _discovery_interval(self) -> float:
+        """How long until the globs are walked again. With inotify covering every configured
+        directory a walk follows each structural event (create, delete, rename) at once, and
+        the periodic walk is only the safety net (a lost event, a network filesystem): every
+        `SWEEP_POLLS` polls. Without it, or while a new file waits to be judged a copy or not,
+        every poll."""
+        if self._observer is None or not self._events_cover_all or self.files.undecided():
+            return self.config.poll_interval
+        return self.config.poll_interval * SWEEP_POLLS
 
     def _discover(self) -> None:
         try:
@@ -368,12 +396,24 @@ class Daemon:
         self.files.checkpoint(f, f.offset, self.wall())
         self.files.close(f)
 
-    def read_round(self, now: float) -> bool:
-        """One fair pass over every source; True if any bytes were read."""
+    def read_round(self, now: float, touched: set[str] | None = None) -> bool:
+        """One fair pass over the sources; True if any bytes were read.
+
+        `touched` (inotify's modified paths since the last turn) limits the pass to those
+        files and to files that need turns anyway: read last turn (a backlog), waiting out a
+        partial line, rotated away, or at a path inotify cannot vouch for (a symlink, whose
+        target's writes are not events of its directory). None: every file (a sweep)."""
         progressed = False
         for f in list(self.files.files.values()):
-            if not f.dormant and self._read_file(f, now, self.config.read_chunk_bytes):
+            if f.dormant:
+                continue
+            if touched is not None and not self._needs_turn(f, touched):
+                continue
+            if self._read_file(f, now, self.config.read_chunk_bytes):
                 progressed = True
+                f.busy = True
+            else:
+                f.busy = False
         if self.files.open_count() > self.max_open_files * 0.9 or self.files.deferred:
             self._sleep_idle_files(now)
         if self.read_stdin and not self._stdin_done:
@@ -389,6 +429,11 @@ class Daemon:
                 self.telemetry.lines(journal.name, len(lines), sum(len(x.text) for x in lines))
                 self._emit(self.pipeline.feed_lines(journal.name, lines, now))
         return progressed
+
+    @staticmethod
+    def _needs_turn(f: TailedFile, touched: set[str]) -> bool:
+        return (f.busy or f.abspath in touched or f.pending_partial_since is not None
+                or f.gone_since is not None or not f.seen_at_path or f.behind_symlink)
 
     def _sleep_idle_files(self, now: float) -> None:
         """Near the descriptor budget, or files waiting for one: close the files idle longest
@@ -421,7 +466,8 @@ class Daemon:
         try:
             # Idle is one fstat: truncation is checked (size, first bytes, the bytes before our
             # offset) whenever there is something to read, before and after reading it.
-            if f.size() == f.offset:
+            f.seen_size = f.size()
+            if f.seen_size == f.offset:
                 data = b""
             elif self._truncated(f, now):
                 return True
@@ -510,29 +556,42 @@ class Daemon:
     def checkpoint(self, *, final: bool = False) -> None:
         wall = self.wall()
         for f in self.files.files.values():
+            if f.checkpointed == (f.identity.key, f.offset, f.path):
+                continue  # saved at its read position, nothing read since: nothing held either
             offset = self.pipeline.checkpoint_offset(f.source_id)
             self.files.checkpoint(f, f.offset if offset is None else offset, wall)
+        lag: dict[str, int] = dict.fromkeys(self.config.paths, 0)
         for f in self.files.files.values():
             if f.dormant:
-                continue
-            try:
-                self.telemetry.read_lag(f.pattern, max(0, f.size() - f.offset))
-            except OSError:
-                pass
+                continue  # it was read to its end when it was closed; growth wakes it
+            lag[f.pattern] = lag.get(f.pattern, 0) + max(0, f.seen_size - f.offset)
+        for pattern, behind in lag.items():  # one series per configured glob: the sum
+            self.telemetry.read_lag(pattern, behind)
+        journal_before = dict(self.state.journal)
         for journal in self.journals:
             offset = self.pipeline.checkpoint_offset(journal.name)
             cursor = journal.cursor_for_checkpoint(offset) if offset is not None else None
             if cursor is not None:
                 self.state.journal[journal.name] = cursor
-        tracked = {f.identity.key for f in self.files.files.values()}
-        for key, cp in list(self.state.files.items()):
-            if key not in tracked and wall - cp.updated > CHECKPOINT_RETENTION:
-                del self.state.files[key]
+        changed = self.files.changes != self._saved_changes or final \
+            or self.state.journal != journal_before
+        if changed or wall >= self._next_retention:
+            self._next_retention = wall + 3600.0
+            tracked = {f.identity.key for f in self.files.files.values()}
+            for key, cp in list(self.state.files.items()):
+                if key not in tracked and wall - cp.updated > CHECKPOINT_RETENTION:
+                    del self.state.files[key]
+                    changed = True
+        if not changed:  # nothing moved: an idle host with 2,000 files writes nothing
+            self.telemetry.checkpoint_written()
+            return
+        changes = self.files.changes
         try:
             self.store.save(self.state)
         except CheckpointError as e:
             self.telemetry.checkpoint_failed("write", detail=str(e), final=final)
         else:
+            self._saved_changes = changes
             self.telemetry.checkpoint_written()
 
     def _count_regex_timeouts(self) -> None:
@@ -570,26 +629,43 @@ class Daemon:
         except ImportError:  # pragma: no cover
             return
         wakeup = self.wakeup
+        daemon = self
 
         class Handler(FileSystemEventHandler):  # type: ignore[misc]
-            def on_any_event(self, event: object) -> None:
+            def on_any_event(self, event: Any) -> None:
+                if event.event_type in ("created", "deleted", "moved"):
+                    daemon._structure_changed = True  # a walk of the globs, at once
+                elif event.event_type == "modified" and not event.is_directory:
+                    touched = daemon._touched
+                    if len(touched) < MAX_TOUCHED:
+                        touched.append(event.src_path)  # list.append: atomic under the GIL
+                    else:
+                        daemon._structure_changed = True  # too many to list: walk instead
                 wakeup.set()
 
         observer = Observer()
         watched: set[str] = set()
+        covered = 0
         for pattern in self.config.paths:
             directory = _static_dir(pattern)
-            if directory in watched or not os.path.isdir(directory):
+            if directory in watched:
+                covered += 1
                 continue
+            if not os.path.isdir(directory):
+                continue
+            # Recursive when a directory part has a wildcard: a new pod's log is an event too.
+            recursive = Path(pattern).parent != Path(directory)
             try:
-                observer.schedule(Handler(), directory, recursive="**" in pattern)
+                observer.schedule(Handler(), directory, recursive=recursive)
                 watched.add(directory)
+                covered += 1
             except OSError as e:
                 self.log.warning("watch_failed", directory=directory, detail=str(e))
         if watched:
             observer.daemon = True
             observer.start()
             self._observer = observer
+        self._events_cover_all = covered == len(self.config.paths)
 
 
 def _static_dir(pattern: str) -> str:

@@ -37,6 +37,7 @@ import errno
 import fnmatch
 import hashlib
 import os
+import re
 import stat
 import time
 from collections.abc import Callable
@@ -81,6 +82,11 @@ class TailedFile:
     parked_for: tuple[int, int] | None = None  # a copy waiting for its original's truncation
     parked_size: int = -1  # its size when last looked at: a copy still being written grows
     parked_since: float = 0.0  # when it was parked, or last grew while parked
+    seen_size: int = 0  # its size when last looked at (read lag without another fstat)
+    busy: bool = True  # read something at its last turn: it gets the next one too
+    abspath: str = ""  # `path` made absolute: what inotify's events name
+    behind_symlink: bool = False  # its path is a symlink: its writes are no event we see
+    checkpointed: tuple[str, int, str] | None = None  # (identity key, offset, path) last saved
     pattern: str = ""  # the configured glob that found it: the `source` label of its metrics
 
     @property
@@ -119,6 +125,13 @@ def _source_id(path: str, ident: FileIdentity) -> str:
 def _bytes_before(fd: int, offset: int, length: int) -> bytes:
     start = max(0, offset - length)
     return os.pread(fd, offset - start, start)
+
+
+def _locate(f: TailedFile) -> None:
+    """Where inotify will name `f`, and whether it can (not through a symlink)."""
+    f.abspath = os.path.abspath(f.path)
+    f.behind_symlink = os.path.islink(f.path) or os.path.realpath(
+        os.path.dirname(f.abspath)) != os.path.dirname(f.abspath)
 
 
 def _same_bytes(a: int, b: int, length: int, block: int = 1 << 20) -> bool:
@@ -183,6 +196,11 @@ class FileSet:
         self.clock = clock
         self.files: dict[tuple[int, int], TailedFile] = {}
         self._first_scan = True
+        self._keys_by_inode: dict[tuple[int, int], set[str]] = {}  # checkpoint entries by inode
+        self._exclude_rx: tuple[tuple[str, ...], Callable[[str], object]] | None = None
+        self.changes = 0  # checkpoint entries written: the daemon saves only when it moved
+        for key, cp in state.files.items():
+            self._keys_by_inode.setdefault(cp.identity.inode_key, set()).add(key)
         self._deferred_at_start: set[str] = set()  # found at the first start, no descriptor yet
         self.max_open = max_open
         self.deferred = 0  # files not opened yet for lack of a descriptor, at the last poll
@@ -202,12 +220,19 @@ class FileSet:
             found = expand(pattern, max_entries=self.max_walk_entries,
                            should_stop=self.should_stop)
             self.discoveries[pattern] = found
+            excluded = self._excluded()
             for p in sorted(found.paths):
-                base = os.path.basename(p)
-                if any(fnmatch.fnmatch(base, x) or fnmatch.fnmatch(p, x) for x in self.exclude):
+                if excluded(os.path.basename(p)) or excluded(p):
                     continue
                 out.setdefault(p, pattern)
         return out
+
+    def _excluded(self) -> Callable[[str], object]:
+        """One compiled regex for every exclude pattern (fnmatch's rules): 2,000 paths a poll."""
+        if self._exclude_rx is None or self._exclude_rx[0] != self.exclude:
+            rx = re.compile("|".join(fnmatch.translate(x) for x in self.exclude) or "(?!)")
+            self._exclude_rx = (self.exclude, rx.match)
+        return self._exclude_rx[1]
 
     def followed(self) -> dict[str, int]:
         """Files followed per configured glob (0 for a glob that matches none)."""
@@ -243,6 +268,7 @@ class FileSet:
             if tracked is not None:
                 if tracked.path != path and not tracked.seen_at_path:
                     tracked.path = path
+                    _locate(tracked)
                 tracked.seen_at_path = True
                 tracked.gone_since = None
                 if tracked.dormant and st.st_size != tracked.offset:
@@ -336,6 +362,7 @@ class FileSet:
                        offset=offset, last_growth=now, parked_for=parked_for, pattern=pattern,
                        head=head, opened_at=now, parked_size=size, parked_since=now)
         f.tail = f.bytes_before(offset, TAIL_BYTES)
+        _locate(f)
         self.files[ident.inode_key] = f
         self.notices.append(SourceNotice("opened", path, f"{how} at offset {offset}"))
         if over_budget:
@@ -344,7 +371,8 @@ class FileSet:
     def _start_offset(
         self, fd: int, ident: FileIdentity, size: int, now: float, first: bool
     ) -> tuple[int, str, tuple[int, int] | None]:
-        for cp in self.state.find(ident.dev, ident.ino):
+        entries = (self.state.files.get(k) for k in self._keys_by_inode.get(ident.inode_key, ()))
+        for cp in [c for c in entries if c is not None]:
             n, h = fingerprint(fd, cp.identity.fp_len)
             if n != cp.identity.fp_len or h != cp.identity.fp_hash:
                 continue  # the inode was reused by another file
@@ -476,12 +504,25 @@ class FileSet:
     def checkpoint(self, f: TailedFile, offset: int, now: float) -> None:
         if f.parked_for == PENDING or f.dormant:
             return  # nothing read from it yet / checkpointed when it was put to sleep
+        if f.checkpointed == (f.identity.key, offset, f.path) \
+                and (f.identity.fp_len >= self.fingerprint_bytes
+                     or f.seen_size <= f.identity.fp_len) \
+                and f.identity.key in self.state.files:
+            return  # unchanged: an idle file costs nothing here (2,000 files, every second)
         self.refresh_identity(f)
-        for key in [k for k, c in self.state.files.items()
-                    if c.identity.inode_key == f.identity.inode_key and k != f.identity.key]:
-            del self.state.files[key]
-        self.state.files[f.identity.key] = FileCheckpoint(
-            f.identity, offset, f.path, now, _tail_hash(f.fd, offset))
+        key = f.identity.key
+        if f.checkpointed is None or f.checkpointed[0] != key:
+            # Other entries for this inode (a shorter fingerprint of this file, or a file that
+            # had the inode before) go: one entry per inode.
+            keys = self._keys_by_inode.setdefault(f.identity.inode_key, set())
+            for old in keys - {key}:
+                self.state.files.pop(old, None)
+            keys.intersection_update({key})
+            keys.add(key)
+        self.state.files[key] = FileCheckpoint(f.identity, offset, f.path, now,
+                                               _tail_hash(f.fd, offset))
+        f.checkpointed = (key, offset, f.path)
+        self.changes += 1
 
     def open_count(self) -> int:
         return sum(1 for f in self.files.values() if not f.dormant)
@@ -502,6 +543,26 @@ class FileSet:
         except OSError:
             pass
         f.fd = -1
+
+    def undecided(self) -> bool:
+        """A new file waits to be judged a copy or not: that takes polls, not events."""
+        return any(f.parked_for is not None for f in self.files.values())
+
+    def wake(self, paths: set[str], now: float) -> None:
+        """inotify says these paths were written: reopen the closed idle files among them that
+        grew, as the budget allows (the rest wait for the next walk)."""
+        room = self.max_open - self.open_count()
+        for f in self.files.values():
+            if room <= 0:
+                break
+            if f.dormant and (f.abspath in paths or f.behind_symlink):
+                try:
+                    st = os.stat(f.path)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) == f.identity.inode_key and st.st_size != f.offset:
+                    self._wake(f, f.path, now)
+                    room -= 0 if f.dormant else 1
 
     def _wake(self, f: TailedFile, path: str, now: float) -> None:
         """Reopen a dormant file that changed size; the same inode at `path`, checked again."""
