@@ -1,7 +1,7 @@
 """Events as JSON lines, through structlog, with every string redacted on the way out.
 
-The field names are the contract with the operator's log pipeline (ARCHITECTURE.md, "What it
-emits"); `scan --format json` and the daemon print the same dicts.
+The field names are the contract with the operator's log pipeline (README, "Outputs");
+`scan --format json` and the daemon print the same dicts.
 """
 
 from __future__ import annotations

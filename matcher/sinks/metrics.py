@@ -99,7 +99,7 @@ class BoundedValues:
 
 
 class MetricsSink:
-    """The `Sink` that turns events into `sglang_log_*` series (ARCHITECTURE.md, "Metrics").
+    """The `Sink` that turns events into `sglang_log_*` series (README, "Outputs").
 
     `catalog` is anything with `.records` (each with `.id`, `.error_class`, `.severity`,
     `.layer`). `static_labels` (from config: cluster, pod, model…) are added to every series this

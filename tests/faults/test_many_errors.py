@@ -18,21 +18,11 @@ from pathlib import Path
 
 from faultkit import figure, metrics, peak_rss_mib, served_url, stderr_events
 from watch_harness import DaemonProcess, wait_for
+from test_aggregate import _word  # distinct letters: a fingerprint masks digits, not words
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 AT_SIGTERM = 5_000  # distinct errors written just before SIGTERM: the drain reads them
 SIGTERM_BOUND = 5.0  # seconds, as the issue asks
-
-
-def _word(i: int) -> str:
-    """Distinct letters for each i: a fingerprint masks numbers, hex, quotes and paths, not
-    words, so each line is an error of its own."""
-    out = ""
-    i += 26 ** 3
-    while i:
-        i, r = divmod(i, 26)
-        out += chr(ord("a") + r)
-    return out
 
 
 def _errors(start: int, stop: int) -> bytes:

@@ -180,3 +180,22 @@ def test_a_glob_that_matches_nothing_is_loud(tmp_path):
     assert any("is a directory" in e["detail"] for e in said)
     assert followed == [0, 0]
     assert ready["status"] == "ready" and set(ready["matching_nothing"]) == {mistyped, directory}
+
+
+def test_a_far_future_timestamp_does_not_swallow_a_later_failure(tmp_path):
+    """One line stamped 2099 (a bad clock, a replayed log) on TP0, then the same failure on TP1
+    stamped now: two failures, two events — windows run on the time a line is read, and a log
+    time that far off separates, never merges."""
+    log = tmp_path / "server.log"
+    log.touch()
+    now = time.strftime("%Y-%m-%d %H:%M:%S")
+    with DaemonProcess(tmp_path, [str(log)]) as d:
+        with open(log, "a") as f:
+            f.write("[2099-01-01 00:00:00 TP0] injected failure seq=7 end\n")
+        d.wait_seqs({7}, timeout=20)
+        with open(log, "a") as f:
+            f.write(f"[{now} TP1] injected failure seq=7 end\n")
+        wait_for(lambda: d.seqs()[7] >= 2, 10)
+        assert d.stop() == 0
+    events = [e for e in d.events() if e.get("pattern_id") == SEQ_RECORD["id"]]
+    assert [e["ranks"] for e in events] == [["TP0"], ["TP1"]]
