@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from matcher import __version__
+from matcher.release import AUTO, catalog_version_setting
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.catalog.check import check_examples
 from matcher.decode import INPUT_FORMATS
@@ -40,9 +41,11 @@ def _catalog_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-builtin", action="store_true",
                    help="do not load the built-in sglang catalog")
     p.add_argument("--sglang-version", metavar="V",
-                   help='generated layer: "all" shipped versions (default), one version such as '
-                        '0.5.23, or "installed" (extracted from the sglang in this environment, '
-                        'cached), or "none"')
+                   help='which sglang wrote the log: "auto" (default: learned from its '
+                        'tracebacks, every release matched until then), "all", one release '
+                        'such as 0.5.23 (only its records match; events and links name it), '
+                        '"installed" (extracted from the sglang in this environment, cached), '
+                        'or "none" (no generated layer)')
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "scan":
             return cmd_scan(args.inputs, args.format, _load(args), sys.stdout,
-                            input_format=args.input_format)
+                            input_format=args.input_format,
+                            sglang_version=args.sglang_version or AUTO)
         if args.command == "watch":
             return cmd_watch(args)
         if args.command == "explain":
@@ -232,7 +236,7 @@ def _warn_unmatched(paths: Sequence[str], exclude: Sequence[str]) -> None:
 
 
 def _load(args: argparse.Namespace) -> Catalog:
-    version = args.sglang_version or "all"
+    version = catalog_version_setting(args.sglang_version or AUTO)
     catalog = load_catalog(builtin=not args.no_builtin, user_paths=args.catalog,
                            generated=version != "none", sglang_version=version)
     if catalog.issues:
@@ -243,9 +247,11 @@ def _load(args: argparse.Namespace) -> Catalog:
 
 
 def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
-             input_format: str = "auto", err: TextIO | None = None) -> int:
+             input_format: str = "auto", err: TextIO | None = None,
+             sglang_version: str = AUTO) -> int:
     engine = Engine(catalog.records)
-    pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format)
+    pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
+                        sglang_version=sglang_version)
     redactor = Redactor()
     events = []
     for name in inputs:

@@ -40,8 +40,9 @@ class Config:
     metrics_addr: str | None = None
     catalogs: tuple[Path, ...] = ()
     builtin_catalog: bool = True
-    # The generated layer: "all" shipped versions, one version ("0.5.23"), "installed" or "none".
-    sglang_version: str = "all"
+    # Which sglang: "auto" (learn it from the log's tracebacks; match against every release
+    # until then), "all", one release ("0.5.23"), "installed" or "none" (no generated layer).
+    sglang_version: str = "auto"
     input_format: str = "auto"
     log_format: str = "json"
     from_beginning: bool = False

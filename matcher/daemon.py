@@ -36,6 +36,7 @@ from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.config import Config, ConfigError, load_config
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
+from matcher.release import catalog_version_setting
 from matcher.redact import Redactor
 from matcher.http import EventRing, HttpServer, parse_address
 from matcher.notify import Notifier
@@ -61,7 +62,7 @@ MIN_OPEN_FILES = 16  # even under a tiny limit, follow this many at once (and sa
 def load_checked_catalog(config: Config) -> Catalog:
     catalog = load_catalog(builtin=config.builtin_catalog, user_paths=list(config.catalogs),
                            generated=config.sglang_version != "none",
-                           sglang_version=config.sglang_version)
+                           sglang_version=catalog_version_setting(config.sglang_version))
     if catalog.issues:
         raise CatalogError(list(catalog.issues))
     return catalog
@@ -207,6 +208,7 @@ class Daemon:
             repeat_interval=self.config.repeat_interval,
             early=self.config.early_events,
             rank_grace=self.config.rank_grace,
+            sglang_version=self.config.sglang_version,
         )
 
     def request_stop(self, *_: object) -> None:

@@ -19,9 +19,11 @@ never move it forward.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from matcher import release
 from matcher.aggregate import DEFAULT_RANK_GRACE, DEFAULT_WINDOW, Aggregator
 from matcher.decode import (
     DEFAULT_MAX_LINE_BYTES,
@@ -34,7 +36,7 @@ from matcher.decode import (
 )
 from matcher.engine import Engine
 from matcher.framing import Framer
-from matcher.types import Chunk, Event, Line, Record
+from matcher.types import Chunk, Event, Line, Match, Record
 
 
 # Which lines of a container format a sparse read may pass over (plain text: any).
@@ -67,6 +69,7 @@ class Pipeline:
         repeat_interval: float = 0.0,
         early: bool = False,
         rank_grace: float = DEFAULT_RANK_GRACE,
+        sglang_version: str = "all",
     ) -> None:
         if input_format not in INPUT_FORMATS:
             raise ValueError(f"input format {input_format!r} is not one of "
@@ -83,6 +86,12 @@ class Pipeline:
         self._decoders: dict[str, LineDecoder] = {}
         self._framers: dict[str, Framer] = {}
         self._positions: dict[str, int] = {}  # source → end of the last line taken in
+        # Which release wrote each source: fixed by the setting, learned from tracebacks under
+        # "auto", not asked under "all" (`matcher.release`).
+        self.sglang_version = sglang_version
+        self._releases = release.Catalog([p.record for p in engine.patterns])
+        self._tracker = release.Tracker()
+        self._by_id = {p.record.id: p.record for p in engine.patterns}
 
     # -- input -------------------------------------------------------------------------------
 
@@ -173,13 +182,13 @@ class Pipeline:
         records: list[Record] = []
         for framer in self._framers.values():
             records.extend(framer.tick(now))
-        return self._records(records, now) + self.aggregator.tick(now)
+        return self._records(records, now) + self._versioned(self.aggregator.tick(now))
 
     def finish(self, now: float = 0.0) -> list[Event]:
         events: list[Event] = []
         for source in list({**self._splitters, **self._framers}):
             events.extend(self.end_of_source(source, now))
-        return events + self.aggregator.finish()
+        return events + self._versioned(self.aggregator.finish())
 
     def drain(self, now: float = 0.0) -> list[Event]:
         """Shutdown: every open record and aggregation window becomes an event; a partial last
@@ -188,7 +197,7 @@ class Pipeline:
         records: list[Record] = []
         for framer in self._framers.values():
             records.extend(framer.finish())
-        return self._records(records, now) + self.aggregator.finish()
+        return self._records(records, now) + self._versioned(self.aggregator.finish())
 
     def carry_over(self, old: Pipeline) -> None:
         """SIGHUP: take over what `old` holds, so a reload changes the catalog and settings but
@@ -204,6 +213,8 @@ class Pipeline:
         self._splitters, self._decoders = old._splitters, old._decoders
         self._framers, self._positions = old._framers, old._positions
         self.stats = old.stats
+        if self.sglang_version == old.sglang_version:
+            self._tracker = old._tracker  # what each source taught stays learned
         settings = self.aggregator
         self.aggregator = old.aggregator
         for name in ("window", "early", "rank_grace", "repeat_interval", "catalog_version",
@@ -292,8 +303,53 @@ class Pipeline:
         for record in records:
             framer = self._framers.get(record.source)
             expected = framer.ranks_seen if framer is not None else ()
-            events.extend(self.aggregator.add(record, self.engine.match(record), now, expected))
-        return events
+            match = self._pick(record, self.engine.match_all(record))
+            events.extend(self.aggregator.add(record, match, now, expected))
+        return self._versioned(events)
+
+    def _pick(self, record: Record, matches: list[Match]) -> Match | None:
+        """The most specific match — under "auto", the most specific of the releases this
+        source is known to run, if any is; and what it says of the release is learned."""
+        if not matches:
+            return None
+        if self.sglang_version != release.AUTO:
+            return matches[0]
+        known = self._tracker.known(record.source)
+        chosen = matches[0]
+        if known is not None:
+            for m in matches:
+                where = self._releases.releases(m.pattern)
+                if where is None or where.intersect(known):
+                    chosen = m
+                    break
+        self._tracker.learn(record.source, self._releases.evidence(chosen))
+        return chosen
+
+    def _versioned(self, events: list[Event]) -> list[Event]:
+        """Events carry the release that wrote them when it is known, and their source link
+        points into that release (the newest of a range)."""
+        if self.sglang_version in release.UNNAMED:
+            return events
+        out = []
+        for e in events:
+            if self.sglang_version == release.AUTO:
+                known = self._tracker.known(e.source)
+                label = (known.label() or None) if known else None
+                at = known.newest() if known else ""
+            else:
+                label = at = self.sglang_version
+            if label is None:
+                out.append(e)
+                continue
+            remediation = e.remediation
+            pattern = self._by_id.get(e.pattern_id or "")
+            if remediation is not None and pattern is not None and at \
+                    and hasattr(pattern, "location_for"):
+                url = pattern.location_for(at)[2]
+                if url:
+                    remediation = {**remediation, "url": url}
+            out.append(dataclasses.replace(e, sglang_version=label, remediation=remediation))
+        return out
 
     def _count(self, source: str, lines: list[Line]) -> None:
         self.stats.lines += len(lines)

@@ -126,6 +126,7 @@ class Event:
     lineno: int = 0
     suppressed: int = 0  # repeats not printed since the last printed event of this error
     quiet: bool = False  # a repeat within the rate limit: counted, not printed
+    sglang_version: str | None = None  # the release (or range) that wrote it, when known
 
 
 class Source(Protocol):

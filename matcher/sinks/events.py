@@ -36,6 +36,8 @@ def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
         "catalog_version": event.catalog_version,
         "labels": event.labels,
     }
+    if event.sglang_version is not None:
+        d["sglang_version"] = event.sglang_version
     if event.consequences:
         d["consequences"] = list(event.consequences)
     if event.remediation is not None:

@@ -1,0 +1,176 @@
+"""Which sglang release wrote a log: set by the operator, or learned from the log itself.
+
+sglang does not print its version where a log would show it. From 0.4 to 0.5.23 the server's
+start-up prints `server_args=…` without one, and the only version lines are the `sglang version`
+command's (`sglang version: 0.5.23`) and the `/get_server_info` endpoint's — neither is in the
+server's log. (Read in the source of the releases; the fixtures' real launch logs agree.)
+
+What a log does show is tracebacks, and a traceback names the file and line that raised. The
+catalog knows, per release range, where each message is raised (`sglangLocations`), so the
+raising frame says which releases can have written the line; and a message that exists only in
+some releases says the same, more coarsely. Each source (one log file, one journal) keeps what
+its failures have taught it, intersected; evidence that contradicts it (an upgraded server
+writing to the same file) replaces it. A range that reaches the newest (or oldest) release the
+catalog knows stays open on that side: a release newer than the catalog may raise the same line.
+
+Nothing here reads files or clocks: records, matches and catalog records in, sets of releases out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from matcher.catalog.schema import CatalogRecord
+from matcher.catalog.versions import version_key
+from matcher.types import Match, Record
+
+AUTO = "auto"
+UNNAMED = ("all", "none", "installed")  # settings that name no release for the events
+
+
+def catalog_version_setting(setting: str) -> str:
+    """What the catalog loader is asked for: "auto" learns per log, so it loads every release."""
+    return "all" if setting == AUTO else setting
+Key = tuple[tuple[int, str], ...]
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
+_LOW: Key = ()  # below every version
+_HIGH: Key = ((1 << 62, ""),)  # above every version
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Releases from `lo` to `hi`, inclusive; an empty name is open on that side."""
+
+    lo: str
+    hi: str
+
+    @property
+    def keys(self) -> tuple[Key, Key]:
+        return (version_key(self.lo) if self.lo else _LOW,
+                version_key(self.hi) if self.hi else _HIGH)
+
+    def label(self) -> str:
+        if self.lo and self.lo == self.hi:
+            return self.lo
+        return f"{self.lo}..{self.hi}"
+
+
+@dataclass(frozen=True, slots=True)
+class Releases:
+    """A set of sglang releases as disjoint spans, oldest first."""
+
+    spans: tuple[Span, ...]
+
+    @classmethod
+    def of(cls, ranges: Iterable[str], *, oldest: str = "", newest: str = "") -> Releases:
+        """From catalog ranges (`"0.4.0..0.4.9"`, `"0.5.2"`); a bound equal to the catalog's
+        `oldest`/`newest` release is left open."""
+        spans = []
+        for text in ranges:
+            lo, _, hi = text.partition("..")
+            hi = hi or lo
+            spans.append(Span("" if lo == oldest else lo, "" if hi == newest else hi))
+        return cls(tuple(sorted(spans, key=lambda s: s.keys)))
+
+    def intersect(self, other: Releases) -> Releases:
+        out = []
+        for a in self.spans:
+            for b in other.spans:
+                (alo, ahi), (blo, bhi) = a.keys, b.keys
+                lo = a.lo if alo >= blo else b.lo
+                hi = a.hi if ahi <= bhi else b.hi
+                lo_k = max(alo, blo)
+                hi_k = min(ahi, bhi)
+                if lo_k <= hi_k:
+                    out.append(Span(lo, hi))
+        return Releases(tuple(sorted(set(out), key=lambda s: s.keys)))
+
+    def __bool__(self) -> bool:
+        return bool(self.spans)
+
+    def contains(self, version: str) -> bool:
+        k = version_key(version)
+        return any(lo <= k <= hi for lo, hi in (s.keys for s in self.spans))
+
+    def newest(self) -> str:
+        """The newest release named (empty when the set is open above)."""
+        return self.spans[-1].hi if self.spans else ""
+
+    def label(self) -> str:
+        """`0.5.23`, `0.5.2..0.5.4`, `0.5.20..` (that or newer), `..0.4.9`; empty when the set
+        says nothing (every release)."""
+        if self.spans == (Span("", ""),):
+            return ""
+        return ", ".join(s.label() for s in self.spans)
+
+
+def frames(record: Record) -> list[tuple[str, int]]:
+    """(path, line) of each traceback frame, outermost first."""
+    out = []
+    for text in record.lines:
+        m = _FRAME.match(text)
+        if m:
+            out.append((m.group("path"), int(m.group("line"))))
+    return out
+
+
+def _suffix(file_path: str) -> str:
+    """`python/sglang/srt/x.py` → `sglang/srt/x.py`: how an installed tree ends."""
+    i = file_path.find("sglang/")
+    return file_path[i:] if i >= 0 else file_path
+
+
+class Catalog:
+    """What the catalog says about releases: the range it covers, each record's ranges."""
+
+    def __init__(self, records: Sequence[CatalogRecord]) -> None:
+        keyed = [(version_key(v), v) for r in records for text in r.sglang_versions
+                 for v in text.split("..") if v]
+        self.oldest = min(keyed)[1] if keyed else ""
+        self.newest = max(keyed)[1] if keyed else ""
+
+    def releases(self, pattern: CatalogRecord) -> Releases | None:
+        """Where the message exists (None: the record says nothing about releases)."""
+        if not pattern.sglang_versions:
+            return None
+        return Releases.of(pattern.sglang_versions, oldest=self.oldest, newest=self.newest)
+
+    def evidence(self, match: Match) -> Releases | None:
+        """The releases that can have written this match: those whose raise site is the frame
+        the traceback shows raising, else those where the message exists."""
+        pattern = match.pattern
+        known = self.releases(pattern)
+        if known is None:
+            return None
+        suffix = _suffix(pattern.file_path or "")
+        raised = [line for path, line in frames(match.record) if suffix and path.endswith(suffix)]
+        if not raised or len(pattern.sglang_versions) < 2:
+            return known
+        line = raised[-1]  # the innermost frame in the raising file
+        same = [text for text in pattern.sglang_versions
+                if pattern.location_for(text.partition("..")[0])[1] == line]
+        if not same:
+            return known  # a release the catalog has not seen, or a patched tree
+        return Releases.of(same, oldest=self.oldest, newest=self.newest)
+
+
+class Tracker:
+    """Per source, the releases its failures are consistent with."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, Releases] = {}
+
+    def learn(self, source: str, evidence: Releases | None) -> None:
+        if evidence is None:
+            return
+        have = self._known.get(source)
+        both = have.intersect(evidence) if have is not None else evidence
+        self._known[source] = both if both else evidence  # contradiction: the server changed
+
+    def known(self, source: str) -> Releases | None:
+        return self._known.get(source)
+
+    def forget(self, source: str) -> None:
+        self._known.pop(source, None)
