@@ -110,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         c = csub.add_parser(name, help=help_text)
         c.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                        help="catalog files or directories (default: the built-in catalog)")
-    stats = csub.add_parser("stats", help="count a catalog's records by layer, severity, class")
+    stats = csub.add_parser("stats", help="count a catalog's records by layer, severity, class, "
+                                          "and records per sglang release")
     stats.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                        help="catalog files or directories (default: the built-in catalog)")
     extract = csub.add_parser(
@@ -120,7 +121,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a checkout (python/sglang), a site-packages dir, or the package dir")
     where.add_argument("--installed", action="store_true",
                        help="the sglang installed in this Python environment")
-    where.add_argument("--wheel", type=Path, metavar="FILE", help="an sglang wheel (.whl)")
+    where.add_argument("--wheel", type=Path, metavar="FILE", action="append",
+                       help="an sglang wheel (.whl); repeat it for several releases, merged "
+                            "into one catalog (one record per id, sglangVersions as ranges)")
+    where.add_argument("--versions", metavar="A..B",
+                       help="every final and .postN release of sglang on PyPI from A to B "
+                            "(inclusive, PEP 440 order), each fetched with `pip download "
+                            "--no-deps` into --wheel-dir, merged into one catalog")
+    extract.add_argument("--wheel-dir", type=Path, metavar="DIR",
+                         help="where --versions keeps the wheels, and extractions are cached "
+                              "(default: $SGLANG_MATCHER_CACHE_DIR/wheels, else "
+                              "~/.cache/sglang-matcher/wheels)")
+    extract.add_argument("--jobs", type=int, metavar="N",
+                         help="releases extracted at once (default: the CPU count)")
     extract.add_argument("-o", "--output", type=Path, metavar="OUT.jsonl",
                          help="write the records here (and the counts to OUT.stats.toml); "
                               "default: records on stdout, counts on stderr")
@@ -350,14 +363,16 @@ def cmd_test(paths: Sequence[Path], out: TextIO) -> int:
 
 
 def cmd_stats(paths: Sequence[Path], out: TextIO) -> int:
-    from matcher.catalog.stats import render, summarize
+    from matcher.catalog.stats import releases_of, render, summarize
 
     catalog = _catalog_for(paths)
     for issue in catalog.issues:
         out.write(f"{issue}\n")
     out.write(f"catalog {catalog.version}: {len(catalog.files)} files, "
               f"{len(catalog.issues)} problems\n")
-    out.write(render(summarize(catalog.records)))
+    # Records per release: the releases the catalog was extracted from (its stats file), else
+    # the bounds its ranges name.
+    out.write(render(summarize(catalog.records, releases_of(catalog.files))))
     return EXIT_USAGE if catalog.issues else EXIT_OK
 
 
@@ -389,10 +404,10 @@ def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
     from matcher.catalog import extract
     from matcher.catalog.load import load_paths
 
+    if args.wheel is not None or args.versions is not None:
+        return _extract_releases(args, out)
     try:
-        if args.wheel is not None:
-            source, label = extract.read_wheel(args.wheel), f"--wheel {args.wheel}"
-        elif args.installed:
+        if args.installed:
             pkg, installed_version = extract.find_installed()
             source, label = extract.read_tree(pkg), "--installed"
             source = extract.SourceFiles(source.files, installed_version or source.version,
@@ -436,6 +451,100 @@ def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
     report.write(_extract_summary(result.stats, version=version, label=label))
     if args.output:
         report.write(f"wrote {args.output} ({len(result.records)} records) and {stats_path}\n")
+    return EXIT_OK
+
+
+def _extract_releases(args: argparse.Namespace, out: TextIO) -> int:
+    """`--wheel` (repeated) or `--versions A..B`: one catalog merged over the releases."""
+    import zipfile
+
+    from matcher.catalog import extract, releases
+    from matcher.catalog.load import load_paths
+    from matcher.catalog.versions import version_key
+
+    wheel_dir = args.wheel_dir or releases.default_wheel_dir()
+    report = out if args.output else sys.stderr
+    skipped: list[tuple[str, str]] = []
+    try:
+        if args.versions is not None:
+            listed = releases.list_releases(args.versions)
+            skipped.extend(listed.skipped)
+            wheels = []
+            for version in listed.wanted:
+                try:
+                    wheels.append(releases.download(version, wheel_dir))
+                except releases.ReleaseError as e:
+                    skipped.append((version, str(e)))
+            label = f"--versions {args.versions}"
+        else:
+            if args.sglang_version and len(args.wheel) > 1:
+                raise UsageError("--version names one release: give it with one --wheel only")
+            wheels = list(args.wheel)
+            label = " ".join(f"--wheel {w.name}" for w in sorted(wheels, key=lambda w: w.name))
+        if not wheels:
+            raise UsageError("no wheel to extract" + "".join(
+                f"; {v}: {why}" for v, why in skipped))
+        done = releases.extract_wheels(wheels, cache_dir=wheel_dir, jobs=args.jobs)
+    except releases.ReleaseError as e:
+        raise UsageError(str(e)) from e
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise UsageError(f"cannot read sglang's source: {e}") from e
+    if args.sglang_version:
+        done = [releases.ReleaseExtraction(args.sglang_version, d.source, d.sha256, d.extraction)
+                for d in done]
+    seen: dict[str, str] = {}
+    for d in done:
+        if d.version in seen:
+            raise UsageError(f"{seen[d.version]} and {d.source} are both sglang {d.version}")
+        seen[d.version] = d.source
+    done.sort(key=lambda d: version_key(d.version))
+    per: dict[str, extract.Extraction] = {}
+    for d in done:
+        result = d.extraction
+        if args.severity:
+            result = result.without(
+                (r["id"] for r in result.records if r["severity"] not in args.severity),
+                extract.NOT_SELECTED)
+        per[d.version] = result
+    if args.severity:
+        label += "".join(f" --severity {s}" for s in sorted(set(args.severity)))
+    merged = releases.merge_releases({v: e.records for v, e in per.items()})
+    if args.curated is not None:
+        curated = load_paths([args.curated], "curated")
+        if curated.issues:
+            raise CatalogError(list(curated.issues))
+        _, dropped = extract.defer_to(merged, curated.records)
+        merged = [r for r in merged if r["id"] not in set(dropped)]
+        per = {v: e.without(dropped, extract.DEFERRED) for v, e in per.items()}
+        label += f" --curated {args.curated}"
+    if args.output:
+        stats_path = args.output.with_name(args.output.name.removesuffix(".jsonl") + ".stats.toml")
+        text = releases.stats_toml(
+            [(d.version, d.source, d.sha256, per[d.version].stats, len(per[d.version].records))
+             for d in done],
+            records=merged, command=f"sglang-matcher catalog extract {label}",
+            skipped_releases=skipped)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.writelines(extract.iter_jsonl(merged))
+            stats_path.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from e
+    else:
+        out.writelines(extract.iter_jsonl(merged))
+    total = extract.Stats()
+    for d in done:
+        st = per[d.version].stats
+        total = total + st
+        report.write(f"sglang {d.version} ({d.source}): {st.files} modules, "
+                     f"{sum(st.sites.values())} sites, {len(per[d.version].records)} records\n")
+    for version, why in skipped:
+        report.write(f"sglang {version}: skipped: {why}\n")
+    report.write(_extract_summary(total, version=f"{len(done)} releases", label=label))
+    report.write(f"{len(merged)} records, {len({r['errorMessage'] for r in merged})} distinct "
+                 f"templates, over {len(done)} releases ({done[0].version}..{done[-1].version})\n")
+    if args.output:
+        report.write(f"wrote {args.output} ({len(merged)} records) and {stats_path}\n")
     return EXIT_OK
 
 

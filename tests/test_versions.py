@@ -1,8 +1,9 @@
 """`sglang_version`: which release the generated layer speaks for.
 
 Two releases of the same module are extracted for real (a raise site that moved between them,
-one that exists only in the newer one); the shipped-catalog directory is built from what the
-extractor wrote, as `catalog extract` would.
+one that exists only in the newer one), each written to its own `sglang-<version>.jsonl`, the
+layout before one merged file (`tests/test_releases.py` tests the merged file): several files in
+the generated directory are still merged by id.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pytest
 
 from matcher.catalog import load_catalog
 from matcher.catalog.extract import extract_module, iter_jsonl
-from matcher.catalog.versions import VersionError, generated_paths, version_key
+from matcher.catalog.load import load_paths
+from matcher.catalog.versions import VersionError, merge_versions, select_version, version_key
 
 MODULE = "sglang/srt/server_args_check.py"
 OLD = '''
@@ -61,6 +63,10 @@ def test_all_merges_releases_one_record_per_site_newest_location(tmp_path):
     moved = got["tp_size must be at least 1, got {args.tp_size}"]
     assert moved.sglang_versions == ("0.5.9", "0.5.10")  # 0.5.10 sorts after 0.5.9
     assert moved.line_number == 9 and "v0.5.10/" in moved.github_url
+    assert moved.location_for("0.5.9")[1:] == (4, "https://github.com/sgl-project/sglang/blob/"
+                                               "v0.5.9/python/sglang/srt/server_args_check.py#L4")
+    assert moved.location_for("0.5.10")[1] == 9 and moved.location_for(None)[1] == 9
+    assert moved.in_version("0.5.9") and not moved.in_version("0.5.9.post1")
     new_only = got["page_size above the supported maximum: {args.page_size}"]
     assert new_only.sglang_versions == ("0.5.10",)
 
@@ -76,14 +82,15 @@ def test_an_unshipped_version_is_an_issue_that_says_what_is_shipped(tmp_path):
     base = shipped(tmp_path)
     catalog = load_catalog(builtin_dir=base, sglang_version="0.4.0")
     (issue,) = catalog.issues
-    assert "0.4.0" in issue.problem and "0.5.9, 0.5.10" in issue.problem
+    assert "sglang 0.4.0" in issue.problem and "covers sglang 0.5.9..0.5.10" in issue.problem
+    records = merge_versions(load_paths([base / "sglang" / "generated"], "generated").records)
     with pytest.raises(VersionError):
-        generated_paths(base / "sglang" / "generated", "0.4.0")
+        select_version(records, "0.4.0")
 
 
-def test_version_order_is_numeric():
-    assert sorted(["0.5.10", "0.5.9", "0.5.10rc1", "0.4.99"], key=version_key) == \
-        ["0.4.99", "0.5.9", "0.5.10", "0.5.10rc1"]
+def test_version_order_is_pep_440():
+    assert sorted(["0.5.10", "0.5.9", "0.5.10rc1", "0.4.99", "0.5.9.post1"], key=version_key) == \
+        ["0.4.99", "0.5.9", "0.5.9.post1", "0.5.10rc1", "0.5.10"]
 
 
 def fake_sglang(root: Path, version: str) -> None:

@@ -97,8 +97,9 @@ def load_catalog(
 ) -> Catalog:
     """Load the built-in layers and the user's paths; issues are returned, not raised.
 
-    `sglang_version` picks the generated layer: "all" shipped versions merged, one version,
-    or "installed" (extracted from the sglang in this environment, cached); see `versions`.
+    `sglang_version` picks the generated layer: "all" (every release it covers), one release
+    (only the records whose `sglangVersions` ranges hold it), or "installed" (extracted from
+    the sglang in this environment, cached); see `versions`.
     """
     results: list[LoadResult] = []
     base = builtin_dir or builtin_patterns_dir()
@@ -120,16 +121,25 @@ def load_catalog(
     # A large catalog (the generated layer) costs seconds to check: reuse earlier checks.
     cache = PatternFactsCache.default()
     known = cache.load()
+    checked: dict[str, int] = {}  # every pattern checked, before a version narrows the layer
     for layer, paths in layers:
         result = load_paths(paths, layer, known=known)
-        if layer == "generated" and len(paths) > 1:  # one record per site across versions
+        checked.update((r.message_pattern, r.literal_length) for r in result.records)
+        if layer == "generated" and len(paths) > 1:  # one record per site across files
             result = LoadResult(tuple(versions.merge_versions(result.records)), result.issues,
                                 result.files)
+        if layer == "generated" and sglang_version not in (versions.ALL, versions.INSTALLED):
+            try:
+                result = LoadResult(
+                    tuple(versions.select_version(result.records, sglang_version)),
+                    result.issues, result.files)
+            except versions.VersionError as e:
+                result = LoadResult((), (*result.issues, CatalogIssue("sglang_version", str(e))),
+                                    result.files)
         results.append(result)
     loaded = [r for res in results for r in res.records]
-    if len(loaded) >= _CACHE_MIN_RECORDS and any(
-            r.message_pattern not in known for r in loaded):
-        cache.store({r.message_pattern: r.literal_length for r in loaded})
+    if len(checked) >= _CACHE_MIN_RECORDS and any(p not in known for p in checked):
+        cache.store(checked)
     records = merge_layers(loaded)
     return Catalog(
         records=records,

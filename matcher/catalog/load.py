@@ -176,6 +176,7 @@ def validate_record(
             isinstance(value, list) and all(isinstance(v, str) for v in value)
         ):
             bad(name, "expected a list of strings")
+    locations = _locations(raw.get("sglangLocations"), bad)
     line_number = raw.get("lineNumber")
     if line_number is not None and (isinstance(line_number, bool) or not isinstance(line_number, int)):
         bad("lineNumber", f"expected an integer or null, got {type(line_number).__name__}")
@@ -245,12 +246,36 @@ def validate_record(
         prevention_tips=tuple(raw.get("preventionTips") or ()),
         tags=tuple(raw.get("tags") or ()),
         sglang_versions=tuple(raw.get("sglangVersions") or ()),
+        sglang_locations=locations,
         examples_match=tuple(ex_match),
         examples_no_match=tuple(ex_no),
         literal_length=literal_length,
         # The generated layer is our own output, nothing unknown to keep: 15,000 dicts less.
         raw=raw if layer != "generated" else {},
     )
+
+
+def _locations(value: Any, bad: Any) -> tuple[tuple[str, str | None, int | None, str | None], ...]:
+    """`sglangLocations`: `[{"versions": "A..B", "filePath", "lineNumber", "githubUrl"}, …]`."""
+    if value is None:
+        return ()
+    out = []
+    if isinstance(value, list):
+        for item in value:
+            if not (isinstance(item, dict) and isinstance(item.get("versions"), str)
+                    and isinstance(item.get("filePath"), str | None)
+                    and (item.get("lineNumber") is None or (
+                        isinstance(item["lineNumber"], int)
+                        and not isinstance(item["lineNumber"], bool)))
+                    and isinstance(item.get("githubUrl"), str | None)):
+                break
+            out.append((item["versions"], item.get("filePath"), item.get("lineNumber"),
+                        item.get("githubUrl")))
+        else:
+            return tuple(out)
+    bad("sglangLocations", 'expected a list of {"versions": "A..B", "filePath": …, '
+                           '"lineNumber": …, "githubUrl": …}')
+    return ()
 
 
 def check_pattern(pattern: str) -> int | str:

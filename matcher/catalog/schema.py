@@ -38,7 +38,12 @@ class CatalogRecord:
     example_fix: str | None = None
     prevention_tips: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    # Releases where the message exists: versions (`"0.5.23"`) or inclusive ranges
+    # (`"0.4.0..0.4.3.post2"`, PEP 440 order), as `catalog extract` writes them.
     sglang_versions: tuple[str, ...] = ()
+    # Where the site was in releases whose file or line differ from the top-level (newest) one:
+    # (range, filePath, lineNumber, githubUrl) each.
+    sglang_locations: tuple[tuple[str, str | None, int | None, str | None], ...] = ()
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     literal_length: int = 0
@@ -55,6 +60,25 @@ class CatalogRecord:
         if not self.error_class:
             return None
         return self.error_class.rsplit(".", 1)[-1]
+
+    def in_version(self, version: str) -> bool:
+        """The message exists in this sglang release (True when the record names none)."""
+        if not self.sglang_versions:
+            return True
+        from matcher.catalog.versions import in_ranges
+
+        return in_ranges(version, self.sglang_versions)
+
+    def location_for(self, version: str | None) -> tuple[str | None, int | None, str | None]:
+        """(filePath, lineNumber, githubUrl) in this release: the location of the range that
+        holds it, else the top-level one (the newest release's)."""
+        if version is not None and self.sglang_locations:
+            from matcher.catalog.versions import in_ranges
+
+            for versions, file_path, line_number, github_url in self.sglang_locations:
+                if in_ranges(version, (versions,)):
+                    return file_path, line_number, github_url
+        return self.file_path, self.line_number, self.github_url
 
     def remediation(self) -> dict[str, Any]:
         return {

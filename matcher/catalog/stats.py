@@ -1,14 +1,18 @@
-"""What a catalog holds, counted: by layer, severity, exception class, kind of site and version.
+"""What a catalog holds, counted: by layer, severity, exception class, kind of site, and the
+records each sglang release holds.
 
-`summarize` takes records and returns counts; `render` turns them into the text `catalog stats`
-prints. Neither reads files.
+`summarize` takes records (and the releases a merged catalog was extracted from, when known)
+and returns counts; `render` turns them into the text `catalog stats` prints. Neither reads
+files: `releases_of` reads the release list `catalog extract` writes next to a catalog.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from matcher.catalog.schema import LAYER_RANK, SEVERITIES, CatalogRecord
 
@@ -22,23 +26,32 @@ class Summary:
     by_severity: Mapping[str, int]
     by_class: Mapping[str, int]  # most common first
     by_type: Mapping[str, int]  # errorType: raise / assert / log for generated records
-    by_version: Mapping[str, int]
+    by_version: Mapping[str, int]  # release → records whose sglangVersions hold it
     with_remediation: int  # records that carry solutions
 
 
-def summarize(records: Sequence[CatalogRecord]) -> Summary:
+def summarize(records: Sequence[CatalogRecord],
+              releases: Sequence[str] | None = None) -> Summary:
+    """`releases`: the releases to count records for (oldest first); default: every release
+    the records' `sglangVersions` name (a range's bounds, when they are ranges)."""
+    from matcher.catalog.versions import in_ranges, parse_range, sort_versions
+
+    if releases is None:
+        releases = sort_versions(b for r in records for text in r.sglang_versions
+                                 for b in parse_range(text))
     layers = Counter[str](r.layer for r in records)
     severities = Counter(r.severity for r in records)
     classes = Counter(r.class_name or NO_CLASS for r in records)
     types = Counter(r.error_type or "-" for r in records)
-    versions = Counter(v for r in records for v in r.sglang_versions)
+    versions = {v: sum(1 for r in records if r.sglang_versions and in_ranges(v, r.sglang_versions))
+                for v in releases}
     return Summary(
         records=len(records),
         by_layer={k: layers[k] for k in LAYER_RANK if layers[k]},
         by_severity={k: severities[k] for k in SEVERITIES if severities[k]},
         by_class=dict(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
         by_type=dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
-        by_version=dict(sorted(versions.items())),
+        by_version=versions,
         with_remediation=sum(1 for r in records if r.solutions),
     )
 
@@ -53,11 +66,40 @@ def render(summary: Summary, *, top: int = 15) -> str:
             text += f", {len(items) - len(shown)} other classes {rest}"
         return f"  {title + ':':<12}{text or '-'}"
 
-    return "\n".join([
+    lines = [
         f"{summary.records} records, {summary.with_remediation} with remediation",
         line("layer", summary.by_layer),
         line("severity", summary.by_severity),
         line("errorType", summary.by_type),
         line("class", summary.by_class, top),
         line("versions", summary.by_version),
-    ]) + "\n"
+    ]
+    if len(summary.by_version) > 1:
+        width = max(map(len, summary.by_version))
+        lines.append(f"records per sglang release ({len(summary.by_version)} releases):")
+        lines += [f"  {v:<{width}}  {n:>7,}" for v, n in summary.by_version.items()]
+    return "\n".join(lines) + "\n"
+
+
+def releases_of(files: Iterable[str]) -> list[str] | None:
+    """The releases `catalog extract` lists in `X.stats.toml` next to each `X.jsonl` given
+    (`releases = [...]`, or the older `sglang_version = "..."`), oldest first; None if none
+    of them has one."""
+    from matcher.catalog.versions import sort_versions
+
+    found: set[str] = set()
+    for name in files:
+        path = Path(name)
+        if path.suffix != ".jsonl":
+            continue
+        toml = path.with_name(path.name.removesuffix(".jsonl") + ".stats.toml")
+        try:
+            doc = tomllib.loads(toml.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        listed = doc.get("releases")
+        if isinstance(listed, list):
+            found.update(v for v in listed if isinstance(v, str))
+        elif isinstance(doc.get("sglang_version"), str):
+            found.add(doc["sglang_version"])
+    return sort_versions(found) if found else None
