@@ -312,6 +312,16 @@ class Pipeline:
         source is known to run, if any is; and what it says of the release is learned."""
         if not matches:
             return None
+        matches = release.by_raising_file(record, matches)
+        if self.sglang_version not in release.UNNAMED and self.sglang_version != release.AUTO:
+            # A fixed release: a record that says where its message is raised matches only
+            # there (the loader already left out other releases' generated records).
+            fixed = release.Releases.of((self.sglang_version,))
+            for m in matches:
+                where = self._releases.releases(m.pattern)
+                if where is None or where.intersect(fixed):
+                    return m
+            return None
         if self.sglang_version != release.AUTO:
             return matches[0]
         known = self._tracker.known(record.source)

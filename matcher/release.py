@@ -69,8 +69,9 @@ class Releases:
         `oldest`/`newest` release is left open."""
         spans = []
         for text in ranges:
-            lo, _, hi = text.partition("..")
-            hi = hi or lo
+            lo, sep, hi = text.partition("..")  # "A", "A..B", or open: "A..", "..B"
+            if not sep:
+                hi = lo
             spans.append(Span("" if lo == oldest else lo, "" if hi == newest else hi))
         return cls(tuple(sorted(spans, key=lambda s: s.keys)))
 
@@ -122,6 +123,28 @@ def _suffix(file_path: str) -> str:
     return file_path[i:] if i >= 0 else file_path
 
 
+def raising_file(record: Record) -> str | None:
+    """The sglang file of a traceback's innermost sglang frame (`sglang/srt/x.py`), if any."""
+    for path, _line in reversed(frames(record)):
+        i = path.rfind("sglang/")
+        if i >= 0:
+            return path[i:]
+    return None
+
+
+def by_raising_file(record: Record, matches: list[Match]) -> list[Match]:
+    """Among the records of the best match's layer (not curated), those raised in the file
+    the traceback shows raising come first: the same message raised in two places (moved between releases, or two sites) is
+    told apart by where it was raised, not by which record is more specific."""
+    where = raising_file(record)
+    if where is None or len(matches) < 2 or matches[0].pattern.layer == "curated":
+        return matches  # a curated record's remediation wins wherever it says it is raised
+    layer = matches[0].pattern.layer  # a user record is never passed over for another layer's
+    first = [m for m in matches
+             if m.pattern.layer == layer and _suffix(m.pattern.file_path or "") == where]
+    return first + [m for m in matches if m not in first] if first else matches
+
+
 class Catalog:
     """What the catalog says about releases: the range it covers, each record's ranges."""
 
@@ -132,8 +155,10 @@ class Catalog:
         self.newest = max(keyed)[1] if keyed else ""
 
     def releases(self, pattern: CatalogRecord) -> Releases | None:
-        """Where the message exists (None: the record says nothing about releases)."""
-        if not pattern.sglang_versions:
+        """Where the message exists (None: the record says nothing about releases). A curated
+        record's `sglangVersions` say where its examples were seen, not where its message is
+        raised: no claim about other releases."""
+        if not pattern.sglang_versions or pattern.layer == "curated":
             return None
         return Releases.of(pattern.sglang_versions, oldest=self.oldest, newest=self.newest)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -77,14 +78,24 @@ def merge_layers(records: Sequence[CatalogRecord]) -> tuple[CatalogRecord, ...]:
     # A template belongs to the latest layer that uses it: every record of an earlier layer with
     # that template gives way — all of them when several share it (a message raised and logged,
     # or raised in two modules), and even when the record that took it is itself replaced by id.
+    # Templates are compared with their holes blanked: releases name the same value differently
+    # (`{self.radix_cache_backend!r}` in 0.5.14, `{cfg.radix_cache_backend!r}` in 0.5.23), and the
+    # line a user sees is the same.
     top: dict[str, int] = {}
     for r in ordered:
         if r.error_message:
-            top[r.error_message] = LAYER_RANK[r.layer]
+            top[_shape(r.error_message)] = LAYER_RANK[r.layer]
     return tuple(
         r for r in by_id.values()
-        if not r.error_message or LAYER_RANK[r.layer] >= top[r.error_message]
+        if not r.error_message or LAYER_RANK[r.layer] >= top[_shape(r.error_message)]
     )
+
+
+def _shape(template: str) -> str:
+    return _HOLE.sub("{}", template)
+
+
+_HOLE = re.compile(r"\{[^{}]*\}")
 
 
 def load_catalog(
