@@ -171,14 +171,22 @@ class Catalog:
             return None
         suffix = _suffix(pattern.file_path or "")
         raised = [line for path, line in frames(match.record) if suffix and path.endswith(suffix)]
-        if not raised or len(pattern.sglang_versions) < 2:
+        if not raised:
             return known
         line = raised[-1]  # the innermost frame in the raising file
-        same = [text for text in pattern.sglang_versions
-                if pattern.location_for(text.partition("..")[0])[1] == line]
+        # Where the raise site sits in each release range (`sglangLocations`; the top-level
+        # location is the newest release's, for the ranges no location entry names).
+        located = getattr(pattern, "sglang_locations", ()) or ()
+        same = [versions for versions, file_path, line_number, _url in located
+                if line_number == line and suffix == _suffix(file_path or "")]
+        elsewhere = {versions for versions, *_ in located}
+        if pattern.line_number == line:
+            same += [text for text in pattern.sglang_versions
+                     if not any(Releases.of((v,)).intersect(Releases.of((text,)))
+                                for v in elsewhere)]
         if not same:
             return known  # a release the catalog has not seen, or a patched tree
-        return Releases.of(same, oldest=self.oldest, newest=self.newest)
+        return Releases.of(same, oldest=self.oldest, newest=self.newest).intersect(known)
 
 
 class Tracker:
