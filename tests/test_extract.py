@@ -35,6 +35,7 @@ from matcher.catalog.extract import (
     record_id,
 )
 from matcher.catalog.load import load_paths, validate_record
+from matcher.catalog.versions import select_version
 from matcher.cli import cmd_scan
 from matcher.engine import Engine, EngineCache
 
@@ -42,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
 LAUNCH = FIXTURES / "launch"
 GENERATED = REPO / "patterns" / "sglang" / "generated"
-SHIPPED = GENERATED / "sglang-0.5.23.jsonl"
+SHIPPED = GENERATED / "sglang.jsonl"
 MODULE = "sglang/srt/foo.py"
 
 
@@ -276,6 +277,12 @@ def test_syntax_errors_cost_the_file_only():
     assert extract("def f(:\n").stats == Stats(files=1, files_skipped={"syntax error": 1})
 
 
+def test_a_byte_order_mark_is_no_syntax_error():
+    """sglang 0.4.4.post2 to 0.5.19 ship `srt/models/qwen2_classification.py` with a UTF-8 BOM."""
+    ex = extract('\ufeffdef f(n):\n    raise ValueError(f"--tp-size must be >= 1, got {n}")\n')
+    assert (ex.stats.files_skipped, len(ex.records), ex.records[0]["lineNumber"]) == ({}, 1, 2)
+
+
 # --- the real source: sglang 0.5.23's srt/arg_groups/mamba_hook.py, copied verbatim ----------
 
 MAMBA_HOOK = FIXTURES / "source" / "mamba_hook.py"
@@ -326,34 +333,50 @@ def test_every_raise_and_assert_with_a_message_in_mamba_hook_gives_a_record():
 # --- the shipped catalog ---------------------------------------------------------------------
 
 def shipped_stats(directory: Path = GENERATED) -> dict:
-    return tomllib.loads((directory / "sglang-0.5.23.stats.toml").read_text())
+    return tomllib.loads((directory / "sglang.stats.toml").read_text())
 
 
 def test_shipped_catalog_covers_at_least_90_percent_of_string_message_sites():
-    """The extractor's own counts on sglang 0.5.23, kept next to the catalog they describe."""
+    """The extractor's own counts on every release, kept next to the catalog they describe."""
     stats = shipped_stats()
-    sites = sum(stats["sites_with_string_message"][k] for k in ("raise", "assert"))
-    covered = sum(stats["sites_covered"][k] for k in ("raise", "assert"))
-    assert covered / sites >= 0.9
-    assert stats["coverage"] == round(covered / sites, 4)
+    assert len(stats["releases"]) >= 60
+    assert stats["releases"][0] == "0.4.0" and stats["releases"][-1] == "0.5.23"
+    for version, release in stats["release"].items():
+        sites = sum(release["sites_with_string_message"].get(k, 0) for k in ("raise", "assert"))
+        covered = sum(release["sites_covered"].get(k, 0) for k in ("raise", "assert"))
+        assert covered / sites >= 0.9, version
+        assert release["coverage"] == round(covered / sites, 4)
+    assert stats["release"]["0.5.23"]["records_in_catalog"] > 11_000
     lines = SHIPPED.read_text().splitlines()
-    assert len(lines) == sum(stats["records"].values()) > 11_000
+    assert len(lines) == stats["records"] > 15_000
     assert {json.loads(x)["severity"] for x in lines} == {"error"}
+
+
+def test_shipped_catalog_is_one_record_per_id_sorted_with_ranges():
+    ids = []
+    releases = shipped_stats()["releases"]
+    for line in SHIPPED.read_text().splitlines():
+        rec = json.loads(line)
+        ids.append(rec["id"])
+        for text in rec["sglangVersions"]:
+            lo, _, hi = text.partition("..")
+            assert lo in releases and (hi or lo) in releases, text
+    assert ids == sorted(set(ids))
 
 
 def test_readme_gives_the_command_that_made_the_shipped_file():
     readme = (GENERATED / "README.md").read_text()
-    source = shipped_stats()["source"]
-    assert "--severity error" in source
-    assert (f"sglang-matcher catalog extract {source} -o patterns/sglang/generated/"
-            "sglang-0.5.23.jsonl") in readme
+    command = shipped_stats()["command"]
+    assert "--severity error" in command and "--versions 0.4.0..0.5.23" in command
+    assert f"{command} -o patterns/sglang/generated/sglang.jsonl" in readme.replace("\\\n", "")
 
 
 @pytest.fixture(scope="module")
 def generated_alone():
+    """The generated catalog as sglang 0.5.23 sees it: the launch logs are 0.5.23's."""
     catalog = load_catalog(builtin=False, user_paths=[GENERATED])
     assert catalog.issues == ()
-    return Engine(catalog.records)
+    return Engine(select_version(catalog.records, "0.5.23"))
 
 
 def test_no_generated_record_matches_the_empty_string():

@@ -646,6 +646,7 @@ def slugify(text: str, limit: int = 48) -> str:
 
 def extract_module(text: str, path: str, *, version: str) -> Extraction:
     """Records for one module's source; `path` is inside the package: `sglang/srt/x.py`."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark (qwen2_classification.py)
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError):

@@ -72,9 +72,10 @@ def render(summary: Summary, *, top: int = 15) -> str:
         line("severity", summary.by_severity),
         line("errorType", summary.by_type),
         line("class", summary.by_class, top),
-        line("versions", summary.by_version),
     ]
-    if len(summary.by_version) > 1:
+    if len(summary.by_version) <= 1:
+        lines.append(line("versions", summary.by_version))
+    else:
         width = max(map(len, summary.by_version))
         lines.append(f"records per sglang release ({len(summary.by_version)} releases):")
         lines += [f"  {v:<{width}}  {n:>7,}" for v, n in summary.by_version.items()]
