@@ -149,6 +149,22 @@ def test_the_sidecar_is_native_and_shares_a_directory_with_sglang():
     assert log.startswith(mount_of(sglang, "sglang-logs") + "/")
 
 
+def test_the_sidecar_names_the_release_of_the_sglang_image_beside_it():
+    """SGLANG_MATCHER_SGLANG_VERSION is the sglang image's tag, and the shipped catalog covers
+    that release (a release it does not cover would stop the sidecar at its catalog check)."""
+    from matcher.catalog import load_catalog
+
+    docs = build("sidecar")
+    [deployment] = by_kind(docs, "Deployment")
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    [sglang] = [c for c in containers if c["image"].startswith("lmsysorg/sglang:")]
+    tag = sglang["image"].split(":", 1)[1].removeprefix("v")
+    env = {e["name"]: e.get("value") for e in matcher_container(docs, "sidecar")["env"]}
+    assert env["SGLANG_MATCHER_SGLANG_VERSION"] == tag
+    catalog = load_catalog(sglang_version=tag)
+    assert not catalog.issues and any(r.sglang_versions for r in catalog.records)
+
+
 def mount_of(container: dict[str, Any], volume: str) -> str:
     return {m["name"]: m["mountPath"] for m in container["volumeMounts"]}[volume]
 

@@ -58,3 +58,71 @@ def test_frames_of_a_real_traceback():
     got = frames(tb)
     assert got[-1][0].endswith("sglang/srt/arg_groups/mamba_hook.py") and got[-1][1] == 90
     assert len(got) == len([t for t in tb.lines if t.lstrip().startswith('File "')])
+
+
+def _scan(*args: str) -> list[dict]:
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "matcher", "scan", "--format", "json", *args],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode in (0, 1), out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_auto_learns_the_release_of_real_launch_logs_from_their_tracebacks():
+    """Real sglang 0.5.23 launch failures under the default `auto`, matched by the generated
+    records alone (curated records say nothing about releases): each log learns from its own
+    traceback that it is 0.5.23 (or a release newer than the catalog), and links 0.5.23's
+    source."""
+    from matcher.release import Releases
+
+    logs = sorted((REPO / "tests/fixtures/sglang/launch").glob("*.log"))
+    generated = ["--no-builtin", "--catalog", str(REPO / "patterns/sglang/generated")]
+    named = set()
+    for e in _scan(*generated, *map(str, logs)):  # one scan: each file learns on its own
+        version = e.get("sglang_version")
+        if version is None:
+            continue
+        named.add(e["source"])
+        assert Releases.of(version.split(", ")).contains("0.5.23"), (e["source"], version)
+        url = (e.get("remediation") or {}).get("url") or ""
+        assert "/blob/v0.5.23/" in url or "/blob/v" not in url, (e["source"], url)
+    assert len(named) >= len(logs) // 2
+
+
+def test_a_fixed_older_release_does_not_match_a_message_it_never_raised():
+    """The generated records of sglang's int8-mamba checks (a real 0.5.23 launch log) exist
+    from some 0.5 release on: under `--sglang-version 0.5.23` the failure is recognized and
+    named 0.5.23; under 0.4.6 — which never raised it — it is an unknown error, not a match."""
+    log = str(REPO / "tests/fixtures/sglang/launch/int8_mamba_hicache.log")
+    generated = ["--no-builtin", "--catalog", str(REPO / "patterns/sglang/generated")]
+    [new] = _scan("--sglang-version", "0.5.23", *generated, log)
+    assert (new["event"], new["sglang_version"]) == ("sglang_error", "0.5.23")
+    [old] = _scan("--sglang-version", "0.4.6", *generated, log)
+    assert (old["event"], old["sglang_version"]) == ("sglang_unknown_error", "0.4.6")
+
+
+OLD = REPO / "tests/fixtures/sglang/releases-launch/0.4.6.post1"
+
+
+def test_an_old_release_is_recognized_at_its_own_file_and_line():
+    """A real sglang 0.4.6.post1 launch failure (`--enable-dp-attention` with dp-size 1): the
+    generated layer recognizes it, `auto` learns from the frame `server_args.py, line 299`
+    that only 0.4.6.post1 raises it there, and the event links that line of that release."""
+    [e] = _scan(str(OLD / "dp_attention_dp_size_1.log"))
+    assert (e["event"], e["sglang_version"]) == ("sglang_error", "0.4.6.post1")
+    assert e["remediation"]["url"].endswith(
+        "/blob/v0.4.6.post1/python/sglang/srt/server_args.py#L299")
+
+
+def test_a_message_of_older_releases_does_not_match_under_0_5_23():
+    """The same real 0.4.6.post1 line under `--sglang-version 0.5.23`: the message was gone by
+    then, so no record of it matches — the failure is reported as an unknown error, not as a
+    0.5.23 failure."""
+    log = str(OLD / "dp_attention_dp_size_1.log")
+    [e] = _scan("--sglang-version", "0.5.23", log)
+    assert (e["event"], e["sglang_version"]) == ("sglang_unknown_error", "0.5.23")
+    [e] = _scan("--sglang-version", "0.4.6.post1", log)
+    assert (e["event"], e["sglang_version"]) == ("sglang_error", "0.4.6.post1")
