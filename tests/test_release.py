@@ -126,3 +126,10 @@ def test_a_message_of_older_releases_does_not_match_under_0_5_23():
     assert (e["event"], e["sglang_version"]) == ("sglang_unknown_error", "0.5.23")
     [e] = _scan("--sglang-version", "0.4.6.post1", log)
     assert (e["event"], e["sglang_version"]) == ("sglang_error", "0.4.6.post1")
+
+
+def test_a_log_that_shows_no_release_gives_events_without_one():
+    """A real argparse failure (no traceback, a curated record with no claim about releases):
+    under `auto` the event carries no `sglang_version` at all, rather than a guess."""
+    [e] = _scan(str(REPO / "tests/fixtures/sglang/launch/argparse_invalid_int.log"))
+    assert e["event"] == "sglang_error" and "sglang_version" not in e
