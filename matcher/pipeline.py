@@ -318,7 +318,7 @@ class Pipeline:
             # there (the loader already left out other releases' generated records).
             fixed = release.Releases.of((self.sglang_version,))
             for m in matches:
-                where = self._releases.releases(m.pattern)
+                where = self._releases.releases(m.pattern, exact=True)
                 if where is None or where.intersect(fixed):
                     return m
             return None

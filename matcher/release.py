@@ -154,12 +154,14 @@ class Catalog:
         self.oldest = min(keyed)[1] if keyed else ""
         self.newest = max(keyed)[1] if keyed else ""
 
-    def releases(self, pattern: CatalogRecord) -> Releases | None:
+    def releases(self, pattern: CatalogRecord, *, exact: bool = False) -> Releases | None:
         """Where the message exists (None: the record says nothing about releases). A curated
         record's `sglangVersions` say where its examples were seen, not where its message is
-        raised: no claim about other releases."""
+        raised: no claim about other releases. Not `exact`: open at the catalog's ends."""
         if not pattern.sglang_versions or pattern.layer == "curated":
             return None
+        if exact:  # a release the operator named: compared with the ranges as written
+            return Releases.of(pattern.sglang_versions)
         return Releases.of(pattern.sglang_versions, oldest=self.oldest, newest=self.newest)
 
     def evidence(self, match: Match) -> Releases | None:

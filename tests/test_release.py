@@ -99,15 +99,25 @@ def test_an_old_release_is_recognized_at_its_own_file_and_line():
         "/blob/v0.4.6.post1/python/sglang/srt/server_args.py#L299")
 
 
-def test_a_message_of_older_releases_does_not_match_under_0_5_23():
+def test_a_message_of_older_releases_does_not_match_under_0_5_23(tmp_path):
     """The same real 0.4.6.post1 line under `--sglang-version 0.5.23`: the message was gone by
     then, so no record of it matches — the failure is reported as an unknown error, not as a
     0.5.23 failure."""
+    import json
+
     log = str(OLD / "dp_attention_dp_size_1.log")
-    [e] = _scan("--sglang-version", "0.5.23", log)
+    # The shipped record of that message, alone (a catalog of one compiles at once).
+    generated = REPO / "patterns/sglang/generated/sglang.jsonl"
+    [line] = [x for x in generated.read_text().splitlines() if '"id":"e02cc6369949056b"' in x]
+    assert json.loads(line)["sglangVersions"] == ["0.4.4.post1..0.5.1.post3"]
+    one = tmp_path / "one.jsonl"
+    one.write_text(line + "\n")
+    alone = ["--no-builtin", "--catalog", str(one)]
+    [e] = _scan("--sglang-version", "0.5.23", *alone, log)
     assert (e["event"], e["sglang_version"]) == ("sglang_unknown_error", "0.5.23")
-    [e] = _scan("--sglang-version", "0.4.6.post1", log)
-    assert (e["event"], e["sglang_version"]) == ("sglang_error", "0.4.6.post1")
+    [e] = _scan("--sglang-version", "0.4.6.post1", *alone, log)
+    assert (e["event"], e["sglang_version"], e["pattern_id"]) == (
+        "sglang_error", "0.4.6.post1", "e02cc6369949056b")
 
 
 def test_a_log_that_shows_no_release_gives_events_without_one():
