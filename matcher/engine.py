@@ -326,10 +326,15 @@ def compile_key(records: Sequence[CatalogRecord], use_hyperscan: bool) -> str:
     code = code_fingerprint(__name__, "matcher.catalog.patterns", "matcher.prefilter",
                             "matcher.framing")
     h.update(json.dumps([CACHE_FORMAT, code, use_hyperscan, version, _HS_FLAGS]).encode())
-    for r in records:
-        h.update(json.dumps([r.id, r.message_pattern, r.error_class, r.layer]).encode())
-        h.update(b"\0")
+    h.update(_fields_text((r.id, r.message_pattern, r.error_class, r.layer) for r in records))
     return h.hexdigest()[:32]
+
+
+def _fields_text(rows: Iterable[tuple[str | None, ...]]) -> bytes:
+    """Rows of strings as one unambiguous text (each value prefixed with its length): hashing
+    it is cheap, where json.dumps per record cost 0.1 s of each start."""
+    return "".join(f"{-1 if v is None else len(v)}:{v or ''}" for row in rows for v in row
+                   ).encode()
 
 
 class EngineCache:

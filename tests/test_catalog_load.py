@@ -10,9 +10,9 @@ import pytest
 from matcher.catalog import load_catalog, merge_layers
 from matcher.catalog.load import load_paths
 
-SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "000_972a8038c9daed36.txt"
-if not SEED.exists():  # CI clones beside a copy of shared/
-    SEED = Path(__file__).resolve().parents[1] / "patterns" / "sglang" / "curated" / "000_seed_int8_mamba_radix_cache.json"
+# The seed record as it was given to us (a `.txt` file holding one envelope), kept byte for byte
+# in the curated catalog.
+SEED = Path(__file__).resolve().parents[1] / "patterns" / "sglang" / "curated" / "000_seed_int8_mamba_radix_cache.json"
 
 
 def seed_envelope() -> dict:
@@ -25,9 +25,11 @@ def bare(**over) -> dict:
     return rec
 
 
-def test_seed_file_loads_unchanged_from_its_own_txt_file():
+def test_seed_file_loads_unchanged_from_its_own_txt_file(tmp_path):
     """The seed's envelope, read as is: same id, pattern, remediation; unknown fields kept."""
-    (rec,) = load_paths([SEED], "user").records
+    as_given = tmp_path / "000_972a8038c9daed36.txt"
+    as_given.write_bytes(SEED.read_bytes())
+    (rec,) = load_paths([as_given], "user").records
     raw = seed_envelope()["record"]
     assert (rec.id, rec.message_pattern, rec.error_class, rec.solutions) == (
         raw["id"], raw["messagePattern"], raw["errorClass"], tuple(raw["solutions"]))
@@ -165,3 +167,53 @@ def test_builtin_catalog_loads_clean():
     catalog = load_catalog()
     assert catalog.issues == ()
     assert catalog.by_id("4e2cdd4d6209ebbd") is not None
+
+
+def test_parsed_cache_gives_the_records_a_parse_gives(tmp_path, monkeypatch):
+    """A large file's records come from the cache on the second load — the same records, issues
+    included — and a damaged entry, or a changed file, is parsed again."""
+    import matcher.catalog.load as load
+
+    monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(load, "PARSED_CACHE_MIN_BYTES", 0)
+    catalog = tmp_path / "many.jsonl"
+    generated = Path(__file__).resolve().parents[1] / "patterns" / "sglang" / "generated" / "sglang.jsonl"
+    with generated.open() as f:
+        lines = [next(f) for _ in range(200)]
+    lines.append('{"id": "bad", "messagePattern": "("}\n')
+    catalog.write_text("".join(lines))
+
+    parsed = load_paths([catalog], "generated")
+    entries = list((tmp_path / "cache").glob("parsed-*.pickle"))
+    assert len(entries) == 1
+    cached = load_paths([catalog], "generated")
+    assert cached.records == parsed.records and cached.issues == parsed.issues
+    assert len(parsed.records) == 200 and len(parsed.issues) == 1
+    assert any(r.sglang_locations for r in cached.records)
+    assert [r.sglang_locations for r in cached.records] == [r.sglang_locations for r in parsed.records]
+
+    entries[0].write_bytes(entries[0].read_bytes()[:100])  # damaged: parsed again, rewritten
+    assert load_paths([catalog], "generated").records == parsed.records
+    assert entries[0].stat().st_size > 100
+
+    catalog.write_text("".join(lines[:50]))  # a new version of the file: its own entry
+    assert len(load_paths([catalog], "generated").records) == 50
+    assert len(list((tmp_path / "cache").glob("parsed-*.pickle"))) == 2
+
+
+def test_packed_locations_read_back_as_written():
+    """`sglangLocations` are kept packed in memory; every form reads back unchanged."""
+    from matcher.catalog.schema import pack_locations, unpack_locations
+
+    url = "https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/x.py#L4"
+    cases = [
+        (),
+        (("0.4.0..0.5.9", "python/sglang/x.py", 4, url),),  # the release's own link: not stored
+        (("0.4.0..0.5.9", "python/sglang/x.py", 4, url), ("0.5.10", "python/sglang/x.py", 9, None),
+         ("0.5.11", None, None, "https://example.com/other"), ("0.5.12", "y.py", None, None)),
+        (("0.5.1", "tab\there.py", 3, None),),  # not packable: JSON
+        (("[0.5.1", "", 3, ""),),
+    ]
+    for locations in cases:
+        assert unpack_locations(pack_locations(locations)) == locations
+    assert url not in pack_locations(cases[1])

@@ -9,7 +9,6 @@ raise site it describes, and one log line never counts twice.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -162,6 +161,7 @@ def load_catalog(
 
 def _version(records: Sequence[CatalogRecord]) -> str:
     h = hashlib.sha256()
-    for r in sorted(records, key=lambda r: r.id):
-        h.update(json.dumps([r.id, r.layer, r.message_pattern, r.error_class]).encode())
+    h.update("".join(f"{len(r.id)}:{r.id}{len(r.layer)}:{r.layer}{len(r.message_pattern)}:"
+                     f"{r.message_pattern}{len(r.error_class or '')}:{r.error_class or ''}"
+                     for r in sorted(records, key=lambda r: r.id)).encode())
     return h.hexdigest()[:12]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ import regex
 import yaml
 
 from matcher.catalog.patterns import MIN_LITERAL_CHARS, analyze, pattern_from_template
-from matcher.catalog.schema import ROLES, SEVERITIES, CatalogRecord, Layer
+from matcher.catalog.schema import ROLES, SEVERITIES, CatalogRecord, Layer, pack_locations
 
 CATALOG_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 
@@ -84,6 +86,12 @@ def load_paths(
             continue
         for file in catalog_files(path):
             files.append(str(file))
+            cached = _parsed_cache(file, layer)
+            if cached is not None and cached.hit is not None:
+                records.extend(cached.hit[0])
+                issues.extend(cached.hit[1])
+                continue
+            first_record, first_issue = len(records), len(issues)
             for item in _read_file(file):
                 if isinstance(item, CatalogIssue):
                     issues.append(item)
@@ -94,7 +102,64 @@ def load_paths(
                     records.append(result)
                 else:
                     issues.extend(result)
+            if cached is not None:
+                cached.store(records[first_record:], issues[first_issue:])
     return LoadResult(tuple(records), tuple(issues), tuple(files))
+
+
+PARSED_CACHE_MIN_BYTES = 1 << 20  # the generated layer (39 MB); small files parse in no time
+PARSED_CACHE_KEEP = 4
+
+
+class _ParsedFile:
+    """A large catalog file's validated records, pickled in the cache dir by content hash (and
+    the loader's code): validating 21,000 records took ~1 s of every start and every `scan`;
+    unpickling them takes a fraction. Any problem with the cache only costs the parse."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.hit: tuple[list[CatalogRecord], list[CatalogIssue]] | None = None
+        try:
+            with self.path.open("rb") as f:
+                self.hit = pickle.load(f)
+        except FileNotFoundError:
+            pass
+        except Exception:  # noqa: BLE001 — damaged, foreign, truncated: parse instead
+            self.hit = None
+
+    def store(self, records: list[CatalogRecord], issues: list[CatalogIssue]) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".parsed-", dir=self.path.parent)
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump((records, issues), f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except Exception:  # noqa: BLE001 — a full disk, an unpicklable value: parse next time
+            Path(tmp).unlink(missing_ok=True)
+            return
+        try:  # each version of a catalog file leaves one entry behind: keep the newest few
+            entries = sorted(self.path.parent.glob("parsed-*.pickle"),
+                             key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in [e for e in entries if e != self.path][PARSED_CACHE_KEEP - 1:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _parsed_cache(file: Path, layer: Layer) -> _ParsedFile | None:
+    try:
+        if file.stat().st_size < PARSED_CACHE_MIN_BYTES:
+            return None
+        digest = hashlib.sha256(file.read_bytes())
+    except OSError:
+        return None
+    digest.update(f"{file}\0{layer}\0".encode())
+    digest.update(code_fingerprint("matcher.catalog.load", "matcher.catalog.schema",
+                                   "matcher.catalog.patterns").encode())
+    return _ParsedFile(default_cache_dir() / f"parsed-{digest.hexdigest()[:24]}.pickle")
 
 
 def _read_file(file: Path) -> Iterator[tuple[int, Any] | CatalogIssue]:
@@ -231,11 +296,11 @@ def validate_record(
         index=index,
         slug=raw.get("slug") or "",
         error_message=message,
-        error_class=raw.get("errorClass") or None,
-        error_type=raw.get("errorType"),
-        severity=severity,
-        role=role,
-        file_path=raw.get("filePath"),
+        error_class=_shared(raw.get("errorClass") or None),
+        error_type=_shared(raw.get("errorType")),
+        severity=_shared(severity),
+        role=_shared(role),
+        file_path=_shared(raw.get("filePath")),
         line_number=line_number,
         github_url=raw.get("githubUrl"),
         documentation=raw.get("documentation") or "",
@@ -244,15 +309,21 @@ def validate_record(
         solutions=tuple(raw.get("solutions") or ()),
         example_fix=raw.get("exampleFix"),
         prevention_tips=tuple(raw.get("preventionTips") or ()),
-        tags=tuple(raw.get("tags") or ()),
-        sglang_versions=tuple(raw.get("sglangVersions") or ()),
-        sglang_locations=locations,
+        tags=tuple(map(_shared, raw.get("tags") or ())),
+        sglang_versions=tuple(map(_shared, raw.get("sglangVersions") or ())),
+        locations=pack_locations(locations),
         examples_match=tuple(ex_match),
         examples_no_match=tuple(ex_no),
         literal_length=literal_length,
         # The generated layer is our own output, nothing unknown to keep: 15,000 dicts less.
         raw=raw if layer != "generated" else {},
     )
+
+
+def _shared(value: Any) -> Any:
+    """One string object for the values thousands of records repeat (classes, tags, files,
+    release ranges): json gives each record its own copy, some 10 MB over the generated layer."""
+    return sys.intern(value) if isinstance(value, str) else value
 
 
 def _locations(value: Any, bad: Any) -> tuple[tuple[str, str | None, int | None, str | None], ...]:

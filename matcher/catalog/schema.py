@@ -6,13 +6,18 @@ The record as read stays in `raw`, unknown fields included, so that what we writ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 Layer = Literal["generated", "curated", "user"]
 LAYER_RANK: dict[str, int] = {"generated": 0, "curated": 1, "user": 2}
 SEVERITIES = ("critical", "error", "warning", "info")
 ROLES = ("cause", "consequence")
+
+
+Location = tuple[str, str | None, int | None, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +46,23 @@ class CatalogRecord:
     # Releases where the message exists: versions (`"0.5.23"`) or inclusive ranges
     # (`"0.4.0..0.4.3.post2"`, PEP 440 order), as `catalog extract` writes them.
     sglang_versions: tuple[str, ...] = ()
-    # Where the site was in releases whose file or line differ from the top-level (newest) one:
-    # (range, filePath, lineNumber, githubUrl) each.
-    sglang_locations: tuple[tuple[str, str | None, int | None, str | None], ...] = ()
+    # Where the site was in releases whose file or line differ from the top-level (newest) one,
+    # packed (`pack_locations`); read them as `sglang_locations`.
+    locations: str = ""
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     literal_length: int = 0
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __reduce__(self) -> tuple[type[CatalogRecord], tuple[Any, ...]]:
+        # Pickled (the parsed-catalog cache) as the constructor's arguments: the default for a
+        # slotted dataclass restores field by field, half a second over the generated layer.
+        return CatalogRecord, tuple(getattr(self, name) for name in _FIELDS)
+
+    @property
+    def sglang_locations(self) -> tuple[Location, ...]:
+        """(range, filePath, lineNumber, githubUrl) per release range whose site differs."""
+        return unpack_locations(self.locations)
 
     @property
     def where(self) -> str:
@@ -87,3 +102,60 @@ class CatalogRecord:
             "example_fix": self.example_fix,
             "url": self.github_url,
         }
+
+
+_FIELDS = tuple(f.name for f in fields(CatalogRecord))
+
+# --- sglangLocations, packed ------------------------------------------------------------------
+# The merged generated catalog holds some 83,000 locations. As tuples of four objects each they
+# took 35 MB of the daemon's memory and a third of its start; they are read only when an event is
+# written. Packed, a location is one line of text: `range\tpath\tline\turl`, where an empty path
+# repeats the previous line's, an empty url is the release's GitHub link for that path and line
+# (what `catalog extract` writes), and NUL stands for null. Text that cannot be packed this way
+# (a tab, newline or NUL in a value) is kept as JSON.
+
+_NULL = "\x00"
+_GITHUB = "https://github.com/sgl-project/sglang/blob/v{release}/{path}#L{line}"
+
+
+def _release_url(versions: str, path: str | None, line: int | None) -> str | None:
+    if path is None or line is None:
+        return None
+    return _GITHUB.format(release=versions.rsplit("..", 1)[-1], path=path, line=line)
+
+
+def pack_locations(locations: Iterable[Location]) -> str:
+    """The packed text of `sglangLocations` entries; `unpack_locations` gives them back."""
+    items = [tuple(loc) for loc in locations]
+    if not items:
+        return ""
+    if any(isinstance(v, str) and ("\t" in v or "\n" in v or _NULL in v or v == "")
+           for item in items for v in (item[0], item[1], item[3])) or items[0][0].startswith("["):
+        return json.dumps(items)  # starts with "[": never a packed line
+    lines = []
+    previous: str | None = None
+    for versions, path, line, url in items:
+        path_text = _NULL if path is None else ("" if path == previous else path)
+        url_text = (_NULL if url is None
+                    else "" if url == _release_url(versions, path, line) else url)
+        lines.append(f"{versions}\t{path_text}\t{'' if line is None else line}\t{url_text}")
+        previous = path
+    return "\n".join(lines)
+
+
+def unpack_locations(text: str) -> tuple[Location, ...]:
+    if not text:
+        return ()
+    if text.startswith("["):
+        return tuple((v, p, n, u) for v, p, n, u in json.loads(text))
+    out: list[Location] = []
+    previous: str | None = None
+    for row in text.split("\n"):
+        versions, path_text, line_text, url_text = row.split("\t")
+        path = None if path_text == _NULL else (previous if path_text == "" else path_text)
+        line = int(line_text) if line_text else None
+        url = (None if url_text == _NULL
+               else _release_url(versions, path, line) if url_text == "" else url_text)
+        out.append((versions, path, line, url))
+        previous = path
+    return tuple(out)

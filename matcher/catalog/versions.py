@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from matcher.catalog.load import code_fingerprint, default_cache_dir
-from matcher.catalog.schema import CatalogRecord
+from matcher.catalog.schema import CatalogRecord, pack_locations
 
 ALL = "all"
 INSTALLED = "installed"
@@ -170,7 +170,7 @@ def select_version(records: Sequence[CatalogRecord], version: str) -> list[Catal
     for r in records:
         if not r.in_version(version):
             continue
-        if r.sglang_locations:  # the site as it is in that release
+        if r.locations:  # the site as it is in that release
             file_path, line_number, github_url = r.location_for(version)
             r = dataclasses.replace(r, file_path=file_path, line_number=line_number,
                                     github_url=github_url)
@@ -241,5 +241,5 @@ def merge_versions(records: Sequence[CatalogRecord]) -> list[CatalogRecord]:
         locations = (tuple(dict.fromkeys(entries))
                      if any((e[1], e[2]) != top for e in entries) else ())
         out.append(dataclasses.replace(newest, sglang_versions=tuple(ranges),
-                                       sglang_locations=locations))
+                                       locations=pack_locations(locations)))
     return out
