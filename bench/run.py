@@ -388,6 +388,51 @@ def idle(work: Path, *, curated: bool, seconds: float, env: dict[str, str],
             "peak_rss_mb": round(hwm, 1)}
 
 
+def start_up(work: Path, *, runs: int, env: dict[str, str]) -> dict[str, Any]:
+    """The full catalog's start: cold (an empty cache directory: every pattern checked and the
+    whole catalog compiled, as on a fresh host — one run, it takes half a minute) with its peak
+    RSS, then warm (the cache as the cold run left it): the daemon from exec to its `started`
+    log line, and a whole `scan` of a one-line log, medians of `runs` after one warm-up each."""
+    d = work / "start"
+    shutil.rmtree(d, ignore_errors=True)
+    (d / "state").mkdir(parents=True)
+    one = d / "one.log"
+    one.write_text("[2026-01-01 12:00:00] Init torch distributed begin.\n")
+    cache = {**env, "SGLANG_MATCHER_CACHE_DIR": str(d / "cache")}
+    saved = os.environ.get("SGLANG_MATCHER_CACHE_DIR")
+    os.environ["SGLANG_MATCHER_CACHE_DIR"] = str(d / "cache")  # run_timed runs with os.environ
+    try:
+        cold = run_timed("cold start: scan, empty cache", [*SCAN, str(one)], 1, warm=False,
+                         lines=1, size=one.stat().st_size, timeout=1800)
+        scan = run_timed("warm start: scan one line", [*SCAN, str(one)], runs, lines=1,
+                         size=one.stat().st_size, timeout=600)
+    finally:
+        if saved is None:
+            os.environ.pop("SGLANG_MATCHER_CACHE_DIR", None)
+        else:
+            os.environ["SGLANG_MATCHER_CACHE_DIR"] = saved
+    starts: list[float] = []
+    for i in range(runs + 1):
+        shutil.rmtree(d / "state", ignore_errors=True)
+        (d / "state").mkdir()
+        t0 = time.perf_counter()
+        daemon = Daemon([str(one)], d / "state", curated=False, env=cache)
+        try:
+            daemon.wait_started()
+            took = time.perf_counter() - t0
+        finally:
+            daemon.stop()
+        if i:
+            starts.append(took)
+            log(f"warm start: daemon run {i}/{runs} {took:.2f} s")
+    return {"catalog": "full", "cold_s": round(cold.runs[0], 2),
+            "cold_peak_rss_mb": round(cold.rss_kb[0] / 1024, 1),
+            "warm_daemon_s": round(statistics.median(starts), 3),
+            "warm_daemon_runs_s": [round(x, 3) for x in starts],
+            "warm_scan_s": round(statistics.median(scan.runs), 3),
+            "warm_scan_peak_rss_mb": round(max(scan.rss_kb) / 1024, 1)}
+
+
 # -- the run ----------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
@@ -411,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-bench"))
     ap.add_argument("--out", type=Path, help="JSON results (default bench/results/<mode>.json)")
     ap.add_argument("--skip", action="append", default=[],
-                    choices=("throughput", "mtail", "grep-full", "latency", "catchup", "idle"))
+                    choices=("throughput", "mtail", "grep-full", "latency", "catchup", "idle",
+                             "start"))
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     q = args.quick
@@ -527,6 +573,10 @@ def main(argv: list[str] | None = None) -> int:
         if backlog_lines:
             blog.unlink()
             blog.with_name(blog.name + ".truth.json").unlink()
+    if "start" not in args.skip:
+        log("start-up, full catalog: cold (empty cache), then warm")
+        report.daemon["start"] = start_up(work, runs=runs, env=env)
+        log(f"  {report.daemon['start']}")
     if "idle" not in args.skip:
         for curated, files in ((True, 16), (False, 16), (True, args.idle_many_files)):
             log(f"idle, {'curated' if curated else 'full'} catalog, {files} files, "
@@ -566,6 +616,9 @@ def evaluate(report: Report, timed: dict[str, Timed]) -> None:
     for lat in d.get("latency", []):
         report.target(f"latency p99, {lat['catalog']} catalog (ms)", lat["p99_ms"], "< 250",
                       lat["p99_ms"] < 250 and lat["events_seen"] == lat["errors_written"])
+    if "start" in d:
+        report.target("warm start, full catalog: daemon exec → started (s)",
+                      d["start"]["warm_daemon_s"], "< 1", d["start"]["warm_daemon_s"] < 1)
     for i in d.get("idle", []):
         files = i.get("files", 16)
         if files > 16:  # many files: the CPU goal only (RSS grows with the files followed)
@@ -600,6 +653,12 @@ def render(report: Report) -> str:
             out.append(f"daemon catch-up: {cu['bytes'] / MB:,.0f} MB in {cu['wall_s']} s = "
                        f"{cu['mb_per_s']} MB/s (scan {cu['scan_mb_per_s']} MB/s), peak RSS "
                        f"{cu['peak_rss_mb']} MB")
+        if "start" in d:
+            st = d["start"]
+            out.append(f"start-up, full catalog: cold {st['cold_s']} s (peak RSS "
+                       f"{st['cold_peak_rss_mb']} MB); warm: daemon {st['warm_daemon_s']} s, "
+                       f"scan of one line {st['warm_scan_s']} s (peak RSS "
+                       f"{st['warm_scan_peak_rss_mb']} MB)")
         for i in d.get("idle", []):
             out.append(f"daemon idle, {i['catalog']:<7} catalog, {i.get('files', 16)} files: "
                        f"{i['cpu_percent_of_core']}% "

@@ -118,3 +118,25 @@ def test_non_ascii_text_is_matched_like_ascii_text():
     e = Engine([p])
     assert e.match(one("RuntimeError: Cannot load model 模型 from disk")).captures == {"name": "模型"}
     assert e.match(one("RuntimeError: Cannot load model llama from disk")).captures == {"name": "llama"}
+
+
+def test_the_literal_database_finds_what_the_literal_loop_finds():
+    """Non-ASCII targets (a user's prompt on a `Receive:` line) take the literal prefilter: its
+    Hyperscan database must pick exactly the patterns a substring test of every literal picks."""
+    import copy
+
+    from matcher.catalog import load_catalog
+    catalog = load_catalog()
+    db = Engine(catalog.records)
+    assert db._literal_db is not None
+    loop = copy.copy(db)
+    loop._literal_db = None
+    texts = [r.error_message for r in catalog.records
+             if r.error_message and not r.error_message.isascii()][:150]
+    texts += ["こんにちは — " + x for r in catalog.records for x in r.examples_match][:150]
+    assert len(texts) > 150
+    picked = 0
+    for text in texts:
+        assert db._candidates(text) == loop._candidates(text), text
+        picked += len(db._candidates(text)) > len(db._literal_always)
+    assert picked > 100

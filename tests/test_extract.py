@@ -35,9 +35,10 @@ from matcher.catalog.extract import (
     record_id,
 )
 from matcher.catalog.load import load_paths, validate_record
-from matcher.catalog.versions import select_version
 from matcher.cli import cmd_scan
 from matcher.engine import Engine, EngineCache
+from matcher.pipeline import Pipeline
+from matcher.types import Chunk
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
@@ -373,10 +374,11 @@ def test_readme_gives_the_command_that_made_the_shipped_file():
 
 @pytest.fixture(scope="module")
 def generated_alone():
-    """The generated catalog as sglang 0.5.23 sees it: the launch logs are 0.5.23's."""
+    """The generated catalog of every release, alone — the very catalog that
+    `scan --no-builtin --catalog patterns/sglang/generated` compiles (one compile for both)."""
     catalog = load_catalog(builtin=False, user_paths=[GENERATED])
     assert catalog.issues == ()
-    return Engine(select_version(catalog.records, "0.5.23"))
+    return catalog, Engine(catalog.records)
 
 
 def test_no_generated_record_matches_the_empty_string():
@@ -427,15 +429,20 @@ def test_launch_logs_without_an_sglang_raise_site_are_the_listed_ones():
                                        if p.stem not in NOT_SGLANG_RAISE))
 def test_generated_catalog_alone_recognizes_each_real_launch_failure_at_its_site(
         generated_alone, log):
-    """`--no-builtin --catalog patterns/sglang/generated`: the record is the traceback's raise."""
-    engine = generated_alone
-    text = (LAUNCH / f"{log}.log").read_text()
-    site = raise_site(text)
-    framed = [r for r in frame_text(text) if r.exceptions]
-    final = framed[-1]
-    m = engine.match(final)
-    assert m is not None, final.exceptions[-1]
-    assert (m.pattern.file_path, m.pattern.line_number, m.pattern.error_class) == (
+    """`--no-builtin --catalog patterns/sglang/generated --sglang-version 0.5.23` (the launch
+    logs are 0.5.23's): the event's record is the traceback's raise, at 0.5.23's file and line —
+    though older releases' wordings of the same message are in the catalog too."""
+    catalog, engine = generated_alone
+    data = (LAUNCH / f"{log}.log").read_bytes()
+    site = raise_site(data.decode())
+    final = [r for r in frame_text(data.decode()) if r.exceptions][-1]
+    pipeline = Pipeline(engine, sglang_version="0.5.23")
+    events = pipeline.feed(Chunk(data, log, len(data))) + pipeline.finish()
+    found = [e for e in events if e.pattern_id]
+    assert found, final.exceptions[-1]
+    (record,) = [r for r in catalog.records if r.id == found[0].pattern_id]  # the first: its cause
+    assert found[0].sglang_version == "0.5.23" and record.in_version("0.5.23")
+    assert (*record.location_for("0.5.23")[:2], record.error_class) == (
         site[0], site[1], final.exceptions[-1].error_class)
 
 
