@@ -139,9 +139,16 @@ def by_raising_file(record: Record, matches: list[Match]) -> list[Match]:
     where = raising_file(record)
     if where is None or len(matches) < 2 or matches[0].pattern.layer == "curated":
         return matches  # a curated record's remediation wins wherever it says it is raised
-    layer = matches[0].pattern.layer  # a user record is never passed over for another layer's
+    best = matches[0]
+    if best.on_header:
+        return matches  # no exception line matched: nothing to tell apart
+    # Only records of the same exception line compete: a generic record of the traceback's
+    # header (`Scheduler hit an exception:`, raised in scheduler.py) must not pass over the
+    # exception's own record because the traceback passes through its file.
+    layer = best.pattern.layer  # a user record is never passed over for another layer's
     first = [m for m in matches
-             if m.pattern.layer == layer and _suffix(m.pattern.file_path or "") == where]
+             if m.pattern.layer == layer and not m.on_header and m.message == best.message
+             and _suffix(m.pattern.file_path or "") == where]
     return first + [m for m in matches if m not in first] if first else matches
 
 

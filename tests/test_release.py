@@ -125,3 +125,36 @@ def test_a_log_that_shows_no_release_gives_events_without_one():
     under `auto` the event carries no `sglang_version` at all, rather than a guess."""
     [e] = _scan(str(REPO / "tests/fixtures/sglang/launch/argparse_invalid_int.log"))
     assert e["event"] == "sglang_error" and "sglang_version" not in e
+
+
+def test_the_layer_a_record_is_loaded_in_does_not_change_which_record_wins():
+    """The curated catalog given as a user catalog (`--no-builtin --catalog patterns/sglang/
+    curated`) recognizes every real log exactly as the built-in curated layer does: in
+    particular a traceback's header record (`Scheduler hit an exception:`, raised in
+    scheduler.py) never passes over its exception's own record because the traceback runs
+    through scheduler.py."""
+    import io
+    import json
+
+    from matcher.catalog import builtin_patterns_dir, load_catalog
+    from matcher.cli import cmd_scan
+
+    logs = sorted(str(p) for p in (Path(__file__).parent / "fixtures" / "sglang").glob("*/*.log"))
+    field = sorted(str(p) for p in (Path(__file__).parent / "fixtures" / "field").glob("*/*.log"))
+    logs += field
+    curated = builtin_patterns_dir() / "sglang" / "curated"
+
+    def winners(catalog) -> list[tuple[str, str | None]]:
+        out = []
+        for log in logs:
+            buf = io.StringIO()
+            cmd_scan([log], "json", catalog, buf, err=io.StringIO())
+            out += [(Path(log).name, json.loads(x).get("pattern_id")) for x in buf.getvalue().splitlines()]
+        return out
+
+    builtin = winners(load_catalog(generated=False))
+    as_user = winners(load_catalog(builtin=False, user_paths=[curated]))
+    assert as_user == builtin
+    # The case that regressed: a header record and an exception record in one traceback.
+    assert ("tp8_scheduler_crash.log", "0712139d4ca779ce") not in builtin
+    assert sum(pid is not None for _, pid in builtin) > 40
