@@ -1,0 +1,171 @@
+"""How many real failures from sglang's issue tracker we recognize, and for how many we say
+how to fix them: the field corpus (`tests/fixtures/field/`) scanned as `sglang-matcher scan`
+scans a file, with the built-in catalog.
+
+Each excerpt is text a user pasted into a public sglang issue or PR, unedited but for secrets
+and user names; its `index.json` entry names the thread, the family and the one line a person
+reading it names as the root cause. An excerpt counts as
+
+- **recognized** when an event of a catalog record (not an unknown error, not a consequence)
+  is that root cause: the event's message is the root-cause line's text (behind whatever
+  wrapper the line carries), or — for a line that is a traceback's source line, such as a bare
+  `assert x is not None` — the event is the exception that traceback ends in;
+- **with a fix** when that record's remediation lists at least one solution.
+
+A generic record that matched only a header (`Scheduler hit an exception:`) does not count:
+the operator learns that something failed, not what.
+
+    python bench/field_recall.py              # the table per family, then every miss
+    python bench/field_recall.py --json F     # also the whole result as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "fixtures" / "field"
+sys.path.insert(0, str(ROOT))
+
+from matcher.catalog import Catalog, load_catalog  # noqa: E402
+from matcher.engine import Engine  # noqa: E402
+from matcher.pipeline import Pipeline  # noqa: E402
+from matcher.redact import Redactor  # noqa: E402
+from matcher.sinks.events import event_dict  # noqa: E402
+from matcher.types import Chunk  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    path: Path
+    url: str
+    family: str
+    sglang_version: str | None
+    root_cause: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    file: str
+    url: str
+    family: str
+    recognized: bool
+    with_fix: bool
+    pattern_id: str | None
+    root_cause: str
+    events: list[str]
+
+
+def corpus(root: Path = CORPUS) -> list[Excerpt]:
+    """Every excerpt of every `index.json` under `root`, checked as the tests check them."""
+    out = []
+    for index in sorted(root.rglob("index.json")):
+        for entry in json.loads(index.read_text(encoding="utf-8")):
+            path = index.parent / entry["file"]
+            out.append(Excerpt(path, entry["url"], entry["family"], entry.get("sglang_version"),
+                               entry["root_cause"]))
+    return out
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
+    """The event of a record, and its matched exception is the excerpt's root-cause line."""
+    if event.get("event") != "sglang_error" or event.get("role", "cause") != "cause":
+        return False
+    message, line = _norm(event.get("message") or ""), _norm(root_cause)
+    cls = event.get("error_class") or ""
+    on_exception = bool(cls) and message.startswith(cls)
+    if event.get("traceback") and not on_exception:
+        return False  # matched on a traceback's header: a failure, not which one
+    if message and line and (message in line or line in message):
+        return True
+    if on_exception and ":" in message:  # `Class: message`: also the message alone
+        text = message.split(":", 1)[1].strip()
+        if len(text) >= 8 and text in line:
+            return True
+    # A traceback's source line (`assert …`, `raise …`, a kernel's `Assertion … failed.`): the
+    # exception the traceback that prints it ends in.
+    if not on_exception or _EXCEPTION_LINE.search(line):
+        return False
+    return any(line == _norm(t) for t in (event.get("traceback") or "").splitlines())
+
+
+_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b(?::|$)")
+
+
+def scan(engine: Engine, catalog: Catalog, path: Path) -> list[dict[str, Any]]:
+    """The events `sglang-matcher scan --format json PATH` prints, as dicts."""
+    pipeline = Pipeline(engine, catalog_version=catalog.version)
+    data = path.read_bytes()
+    events = pipeline.feed(Chunk(data, str(path), len(data)))
+    events += pipeline.end_of_source(str(path)) + pipeline.finish()
+    redactor = Redactor()
+    return [event_dict(e, redactor) for e in sorted(events, key=lambda e: e.offset)]
+
+
+def score(excerpts: Iterable[Excerpt], catalog: Catalog) -> list[Outcome]:
+    engine = Engine(catalog.records)
+    outcomes = []
+    for ex in excerpts:
+        events = scan(engine, catalog, ex.path)
+        hit = next((e for e in events if is_root_cause(e, ex.root_cause)), None)
+        fix = bool(hit and (hit.get("remediation") or {}).get("solutions"))
+        outcomes.append(Outcome(
+            file=str(ex.path.relative_to(CORPUS)), url=ex.url, family=ex.family,
+            recognized=hit is not None, with_fix=fix,
+            pattern_id=hit.get("pattern_id") if hit else None, root_cause=ex.root_cause,
+            events=[f"{e.get('pattern_id') or 'unknown'}: {(e.get('message') or '')[:100]}"
+                    for e in events]))
+    return outcomes
+
+
+def table(outcomes: list[Outcome]) -> str:
+    families = sorted({o.family for o in outcomes})
+    rows = [("family", "excerpts", "recognized", "with a fix")]
+    for fam in [*families, "all"]:
+        group = [o for o in outcomes if fam in ("all", o.family)]
+        n = len(group)
+        rec = sum(o.recognized for o in group)
+        fix = sum(o.with_fix for o in group)
+        rows.append((fam, str(n), f"{rec} ({100 * rec / n:.0f}%)", f"{fix} ({100 * fix / n:.0f}%)"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", type=Path, help="write every outcome as JSON here")
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    args = ap.parse_args(argv)
+    catalog = load_catalog()
+    outcomes = score(corpus(args.corpus), catalog)
+    print(table(outcomes))
+    misses = [o for o in outcomes if not o.with_fix]
+    if misses:
+        print("\nnot recognized, or no fix:")
+    for o in misses:
+        print(f"- {o.file} ({o.family}, {'recognized, no fix' if o.recognized else 'missed'})"
+              f"  {o.url}\n    root cause: {o.root_cause[:160]}")
+        for e in o.events[:4]:
+            print(f"    event: {e}")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
