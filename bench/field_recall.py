@@ -85,7 +85,9 @@ def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
     """The event of a record, and its matched exception is the excerpt's root-cause line."""
     if event.get("event") != "sglang_error" or event.get("role", "cause") != "cause":
         return False
-    message, line = _norm(event.get("message") or ""), _norm(root_cause)
+    # The message's first line: the root-cause line is one line, a message may go on.
+    message = _norm((event.get("message") or "").split("\n", 1)[0])
+    line = _norm(root_cause)
     cls = event.get("error_class") or ""
     on_exception = bool(cls) and message.startswith(cls)
     if event.get("traceback") and not on_exception:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from matcher.types import ExceptionLine, Line, Record
+from matcher.wrappers import unwrap
 
 # Real escape sequences, and the same written out as text (JSON logs, `repr`ed messages).
 _ANSI = re.compile(r"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;?]*[A-Za-z]")
@@ -57,8 +58,10 @@ _MAX_BLANK_RUN = 2
 # at line ends; each is a superset of what `feed` tests, so a line without any is a plain line.
 RECORD_START_SIGNS: tuple[bytes, ...] = (
     rb"Traceback \(most recent call last\):",
-    # an exception line at the start of a line's content (after a CRI prefix, if any)
-    rb"^(?:\S+ (?:stdout|stderr) [PF]\S* )?(?:\[[^\]\n]*\] ?)?[A-Za-z_][A-Za-z0-9_.]*"
+    # an exception line at the start of a line's content, after a CRI prefix, sglang's prefix
+    # or any chain of wrappers (`wrappers.unwrap`): so anywhere after a line start or a
+    # character a wrapper ends with
+    rb"(?:^|[\s:|>\]\)])[A-Za-z_][A-Za-z0-9_.]*"
     rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)",
     rb"\x1b",
     rb"\\u001b",
@@ -201,8 +204,14 @@ class Framer:
 
     def feed(self, line: Line, now: float = 0.0) -> list[Record]:
         out: list[Record] = []
-        text = strip_ansi(line.text)
+        unwrapped = unwrap(strip_ansi(line.text))
+        text = unwrapped.text
         p = split_prefix(text)
+        if unwrapped.rank is not None:
+            if not p.has_prefix:
+                return self._feed_rank_line(line, text, unwrapped.rank, now, out)
+            if not p.ranks:
+                p = Prefixed(p.message, p.log_ts, (unwrapped.rank,), True)
         if p.has_prefix:
             if p.ranks and len(self.ranks_seen) < MAX_RANKS_SEEN:
                 self.ranks_seen.add(" ".join(p.ranks))
@@ -232,6 +241,23 @@ class Framer:
             key = ""
         self._current = key
         self._start_or_plain(line, text, p, key, now, out)
+        return out
+
+    def _feed_rank_line(self, line: Line, text: str, rank: str, now: float,
+                        out: list[Record]) -> list[Record]:
+        """A line torch's launcher marked `[rankN]:`: every line of that rank carries the mark,
+        and ranks' lines interleave line by line, so each goes to its own rank's traceback."""
+        if len(self.ranks_seen) < MAX_RANKS_SEEN:
+            self.ranks_seen.add(rank)
+        key = f"[{rank}]"
+        tb = self._open.get(key)
+        if tb is not None and self._continue(tb, line, text, now):
+            self._current = key
+            return out
+        if tb is not None:
+            self._close(key, out)
+        self._current = key
+        self._start_or_plain(line, text, Prefixed(text, None, (rank,)), key, now, out)
         return out
 
     def tick(self, now: float) -> list[Record]:

@@ -1,0 +1,66 @@
+"""What other programs put in front of sglang's text, taken off before framing.
+
+sglang's own prefix (`[2026-01-01 12:00:00 TP0] `) is the framer's business. But a log rarely
+reaches us as sglang wrote it: torch.distributed's elastic launcher prefixes every line of a
+rank with `[rank3]:`, `kubectl logs --timestamps` and CI systems put an RFC 3339 timestamp in
+front, `kubectl logs --prefix` puts `[pod/name/container]`, docker compose `name-1  | `, syslog
+collectors `Jan  2 03:04:05 host prog[pid]: `, Ray `(Actor pid=123) `, `srun --label` the task
+number, c10's own log lines `[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] `, and people
+paste logs into issues behind `> ` — often two or three of these at once. Behind any chain of
+them, a traceback is a traceback and an exception line an exception line.
+
+`unwrap` takes off every known wrapper at a line's start, in any order and combination, and
+says which torch rank the line came from when the wrapper names one (ranks collapse like
+sglang's `TP3`). It takes off one space after a wrapper and no more, so a traceback's
+indentation survives. A line with no wrapper is returned as it is, at the cost of one failed
+regex match.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# One alternative per wrapper; each consumes the wrapper and one following space at most.
+_WRAPPER = re.compile(
+    r"""(?:
+      >[ ]?                                                    # a quoted paste
+    | \[rank(?P<rank>\d+)\]:[ ]?                               # torch.distributed / torchrun
+    | \[pod/[^\]\s]+\][ ]?                                     # kubectl logs --prefix
+    | \[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ ]?  # RFC 3339
+    | \[[IWEF]\d{3,4}[ ]\d\d:\d\d:\d\d\.\d+[ ][^\]\n]*\][ ]?     # c10's log prefix
+    | [A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]\S+[ ][\w./@-]+(?:\[\d+\])?:[ ]?  # syslog
+    | \w[\w.-]*[ ]+\|[ ]?                                      # docker compose: name-1  |
+    | \([\w.-]+[ ]pid=\d+(?:,[ ]ip=[\d.]+)?\)[ ]?              # Ray: (Actor pid=12)
+    | \d{1,4}:[ ]                                               # srun --label: task number
+    )""",
+    re.VERBOSE,
+)
+# A line can only start with a wrapper if it starts with one of these.
+_MAY_WRAP = frozenset(">[(0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+MAX_WRAPPERS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Unwrapped:
+    text: str
+    rank: str | None = None  # `rank3` when a torch rank wrapper named it
+    wrapped: bool = False
+
+
+def unwrap(text: str) -> Unwrapped:
+    """`text` without the wrappers at its start, and the torch rank one of them names."""
+    if not text or text[0] not in _MAY_WRAP:
+        return Unwrapped(text)
+    rank = None
+    start = 0
+    for _ in range(MAX_WRAPPERS):
+        m = _WRAPPER.match(text, start)
+        if m is None or m.end() == start:
+            break
+        if m.group("rank") is not None:
+            rank = f"rank{m.group('rank')}"
+        start = m.end()
+    if start == 0:
+        return Unwrapped(text)
+    return Unwrapped(text[start:], rank, True)

@@ -1,0 +1,97 @@
+"""Any chain of line wrappers gives the events the bare log gives (issue: logs as they look in
+the field). Each real log is wrapped, every line alike, in a chain drawn from a grammar of the
+wrappers other programs put in front of sglang's text; rank wrappers are per line."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from matcher.catalog import load_catalog
+from matcher.cli import cmd_scan
+from matcher.wrappers import unwrap
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
+LOGS = sorted(FIXTURES.glob("launch/*.log")) + sorted(FIXTURES.glob("issues/*.log"))
+
+# One wrapper each, as the programs write them (the argument is the line's number).
+WRAPPERS = {
+    "quote": lambda i: "> ",
+    "kubectl-timestamps": lambda i: f"2026-12-02T14:32:{i % 60:02d}.{i:09d}Z ",
+    "ci-bracketed-time": lambda i: f"[2026-12-02T14:32:{i % 60:02d}.123Z] ",
+    "kubectl-prefix": lambda i: "[pod/sglang-0/server] ",
+    "compose": lambda i: "sglang-1  | ",
+    "syslog": lambda i: "Dec  2 14:32:19 gpu-node-3 sglang[2211]: ",
+    "ray": lambda i: "(SGLangHttpServer pid=250977) ",
+    "srun": lambda i: "0: ",
+}
+
+
+def events(catalog, text: str, tmp: Path) -> list[tuple[str | None, str, str]]:
+    log = tmp / "x.log"
+    log.write_text(text, encoding="utf-8")
+    out = io.StringIO()
+    cmd_scan([str(log)], "json", catalog, out, err=io.StringIO())
+    found = [json.loads(x) for x in out.getvalue().splitlines()]
+    return [(e.get("pattern_id"), e["error_class"], e["message"].split("\n")[0]) for e in found]
+
+
+@pytest.fixture(scope="module")
+def curated():
+    return load_catalog(generated=False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(log=st.sampled_from(LOGS),
+       chain=st.lists(st.sampled_from(sorted(WRAPPERS)), min_size=1, max_size=3))
+def test_any_chain_of_wrappers_gives_the_bare_logs_events(curated, tmp_path, log, chain):
+    bare = log.read_text(encoding="utf-8")
+    wrapped = "".join("".join(WRAPPERS[w](i) for w in chain) + line + "\n"
+                      for i, line in enumerate(bare.splitlines()))
+    expected = events(curated, bare, tmp_path)
+    assert expected, log.name
+    assert events(curated, wrapped, tmp_path) == expected, chain
+
+
+def test_torch_rank_wrapped_tracebacks_of_interleaved_ranks_are_one_failure(curated, tmp_path):
+    """torchrun's `[rankN]:` on every line, two ranks' copies of a real traceback interleaved
+    line by line: one event (the ranks collapse), on both ranks, as with sglang's own prefix."""
+    bare = (FIXTURES / "launch" / "int8_mamba_radix_lru.log").read_text(encoding="utf-8")
+    tb = bare[bare.index("Traceback (most recent call last):"):].splitlines()
+    tb = tb[:next(i for i, x in enumerate(tb) if x.startswith("ValueError")) + 1]
+    lines = [f"[rank{r}]:{x}" for pair in zip(tb, tb, strict=True) for r, x in enumerate(pair)]
+    log = tmp_path / "ranks.log"
+    log.write_text("\n".join(lines) + "\n")
+    out = io.StringIO()
+    cmd_scan([str(log)], "json", curated, out, err=io.StringIO())
+    (event,) = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert event["pattern_id"] == "4e2cdd4d6209ebbd" and sorted(event["ranks"]) == ["rank0", "rank1"]
+
+
+@pytest.mark.parametrize(("line", "text", "rank"), [
+    # Lines as users pasted them into sglang issues (tests/fixtures/field/).
+    ("[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] Watchdog caught "
+     "collective operation timeout", "[Rank 6] Watchdog caught collective operation timeout",
+     "rank6"),
+    ("> [2025-11-06T02:10:00.702Z] KeyError: 'lm_head.weight'", "KeyError: 'lm_head.weight'",
+     None),
+    ("sglang  | TypeError: expected Tensor as element 1 in argument 0, but got NoneType",
+     "TypeError: expected Tensor as element 1 in argument 0, but got NoneType", None),
+    ("0: torch.distributed.DistBackendError: [1] is setting up NCCL communicator",
+     "torch.distributed.DistBackendError: [1] is setting up NCCL communicator", None),
+    ("(SGLangHttpServer pid=250977) [torch_memory_saver.cpp] CUresult error: 2 (out of memory)",
+     "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)", None),
+    # Not wrappers: sglang's own prefix, a traceback's indentation, a plain message.
+    ("[2026-12-02 14:32:19 TP0] Scheduler hit an exception:", None, None),
+    ('  File "/x/sglang/srt/managers/scheduler.py", line 3, in f', None, None),
+    ("Traceback (most recent call last):", None, None),
+    ("ValueError: --enable-int8-mamba-checkpoint only supports", None, None),
+])
+def test_unwrap_takes_off_wrappers_and_nothing_else(line, text, rank):
+    u = unwrap(line)
+    assert (u.text, u.rank, u.wrapped) == ((text, rank, True) if text else (line, None, False))
