@@ -19,6 +19,7 @@ from matcher import __version__
 from matcher.release import AUTO, catalog_version_setting
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.catalog.check import check_examples
+from matcher.catalog.patterns import MIN_CUT_HEAD, cut_head
 from matcher.decode import INPUT_FORMATS
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
@@ -346,6 +347,16 @@ def cmd_lint(paths: Sequence[Path], out: TextIO) -> int:
         out.write(f"{issue}\n")
     out.write(f"{len(catalog.records)} records in {len(catalog.files)} files, "
               f"{len(catalog.issues)} problems\n")
+    # Not problems: records a line cut short by a collector cannot be matched to.
+    headless = [r for r in catalog.records if cut_head(r.message_pattern) is None]
+    for r in headless:
+        if r.layer != "generated":
+            out.write(f"note: {r.where}: no run of {MIN_CUT_HEAD}+ literal characters in "
+                      f"its pattern: a line cut short is not recognized as this record\n")
+    generated = sum(r.layer == "generated" for r in headless)
+    if generated:
+        out.write(f"note: {generated} generated records have no such run (short messages): "
+                  f"a line cut short is not recognized as them\n")
     return EXIT_USAGE if catalog.issues else EXIT_OK
 
 

@@ -37,7 +37,13 @@ from typing import Any
 import regex
 
 from matcher.catalog.load import code_fingerprint, default_cache_dir
-from matcher.catalog.patterns import analyze, literal_cover, positional_capture_names
+from matcher.catalog.patterns import (
+    analyze,
+    cut_head,
+    json_safe_piece,
+    literal_cover,
+    positional_capture_names,
+)
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord
 from matcher.framing import DOCKER_RECORD_START_SIGNS, RECORD_START_SIGNS
 from matcher.prefilter import ChunkPrefilter
@@ -49,8 +55,9 @@ except ImportError:  # pragma: no cover - exercised on platforms without wheels
     _hs = None
 
 DEFAULT_TIMEOUT = 0.05
+CUT_TIMEOUT = 0.005
 _MIN_PREFILTER_LITERAL = 3
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 # Below this many patterns compiling costs less than reading a cache entry; the curated catalog
 # alone (0.35 s to compile) is above it.
 CACHE_MIN_PATTERNS = 50
@@ -85,10 +92,11 @@ class CompiledPattern:
             self._compiled = regex.compile(self.record.message_pattern)
         return self._compiled
 
-    def sort_key(self, on_header: bool) -> tuple[int, int, int, str]:
-        """Smaller is more specific; `min()` over matches picks the winner."""
+    def sort_key(self, on_header: bool, cut: bool = False) -> tuple[int, int, int, int, str]:
+        """Smaller is more specific; `min()` over matches picks the winner. A match of a cut
+        text comes after every whole match of the same kind of target."""
         r = self.record
-        return (int(on_header), -r.literal_length, -LAYER_RANK[r.layer], r.id)
+        return (int(on_header), int(cut), -r.literal_length, -LAYER_RANK[r.layer], r.id)
 
 
 @dataclass(slots=True)
@@ -96,6 +104,8 @@ class EngineStats:
     """What the engine saw go wrong; the daemon turns these into counters."""
 
     timeouts: int = 0
+    cut_timeouts: int = 0  # partial (cut-line) attempts that timed out, `CUT_TIMEOUT` each
+    cut_quarantined: set[str] = field(default_factory=set)
     quarantined: set[str] = field(default_factory=set)
     # "off" (small catalog or no cache), "hit", "miss" (built and stored), "rebuilt" (the
     # entry was corrupt), "unwritable" (built, could not be stored)
@@ -133,10 +143,15 @@ class Engine:
         self.quarantine_after = quarantine_after
         self.stats = EngineStats()
         self._timeouts_by_id: dict[str, int] = {}
+        self._cut_timeouts_by_id: dict[str, int] = {}
         self._always: tuple[int, ...] = ()
         self._hs_db: Any = None
         # The literals of `_literal_table` in one Hyperscan database: non-ASCII targets.
         self._literal_db: Any = None
+        # (index, UTF-8 head) of the patterns a cut line can match (`cut_head`), and the heads
+        # in one Hyperscan database.
+        self._heads: tuple[tuple[int, bytes], ...] = ()
+        self._head_db: Any = None
         # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
         self.chunk_prefilter: ChunkPrefilter | None = None
         use_hs = use_hyperscan and _hs is not None and bool(records)
@@ -147,7 +162,8 @@ class Engine:
         loaded = cache.load(key, records) if cache is not None else None
         if loaded is not None:
             (self.patterns, literal_always, self._always, self._hs_db,
-             self.chunk_prefilter, self._literal_db) = loaded
+             self.chunk_prefilter, self._literal_db, heads, self._head_db) = loaded
+            self._heads = _head_table(heads)
             self._literal_always = frozenset(literal_always)
             self.stats.cache = "hit"
             return
@@ -157,13 +173,18 @@ class Engine:
             i for i, p in enumerate(self.patterns)
             if p.literal is None or p.compiled.flags & regex.IGNORECASE
         )
+        heads = [None if _INLINE_CASELESS.search(p.record.message_pattern)
+                 else cut_head(p.record.message_pattern) for p in self.patterns]
+        self._heads = _head_table(heads)
         if use_hs and self.patterns:
             self._hs_db, self._always = _build_hyperscan(self.patterns)
-            self.chunk_prefilter = _build_chunk_prefilter(self.patterns)
+            self.chunk_prefilter = _build_chunk_prefilter(self.patterns, heads=heads)
             self._literal_db = _build_literal_db(self._literal_table)
+            self._head_db = _build_literal_db(self._heads)
         if cache is not None:
             stored = cache.store(key, self.patterns, self._literal_always, self._always,
-                                 self._hs_db, self.chunk_prefilter, self._literal_db)
+                                 self._hs_db, self.chunk_prefilter, self._literal_db,
+                                 heads, self._head_db)
             self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
                 else "unwritable"
 
@@ -177,7 +198,10 @@ class Engine:
         """
         if self.chunk_prefilter is None:
             return None
-        return _build_chunk_prefilter(self.patterns, json_safe=True)
+        heads: list[str | None] = [None] * len(self.patterns)
+        for i, head in self._heads:
+            heads[i] = head.decode("utf-8", "surrogatepass")
+        return _build_chunk_prefilter(self.patterns, json_safe=True, heads=heads)
 
     @property
     def prefilter(self) -> str:
@@ -190,7 +214,7 @@ class Engine:
 
     def match_all(self, record: Record) -> list[Match]:
         """Every pattern that matches the record, most specific first (one per pattern)."""
-        best: dict[int, tuple[tuple[int, int, int, str], Match]] = {}
+        best: dict[int, tuple[tuple[int, int, int, int, str], Match]] = {}
         for target in targets_of(record):
             for i in self._candidates(target.message):
                 pattern = self.patterns[i]
@@ -209,7 +233,52 @@ class Engine:
                         message=target.message,
                         on_header=target.on_header,
                     ))
+        if self._heads:
+            self._match_cut(record, best)
         return [m for _, m in sorted(best.values(), key=lambda km: km[0])]
+
+    def _match_cut(self, record: Record,
+                   best: dict[int, tuple[tuple[int, int, int, int, str], Match]]) -> None:
+        """Matches of targets that end — cut by a collector, a terminal or a paste — inside a
+        pattern after its head: `regex`'s partial matching says the text could have gone on
+        to match. Captures the cut may have shortened are left out, never given wrong."""
+        for target in targets_of(record):
+            for i in self._cut_candidates(target.message):
+                if i in best:
+                    continue
+                pattern = self.patterns[i]
+                if not classes_agree(pattern.record.error_class, target.error_class):
+                    continue
+                captures = self._confirm(pattern, target.message, cut=self._head_of[i])
+                if captures is None:
+                    continue
+                best[i] = (pattern.sort_key(target.on_header, cut=True), Match(
+                    pattern=pattern.record,
+                    captures=captures,
+                    record=record,
+                    error_class=target.error_class or (pattern.record.error_class or ""),
+                    message=target.message,
+                    on_header=target.on_header,
+                    cut=True,
+                ))
+
+    @functools.cached_property
+    def _head_of(self) -> dict[int, str]:
+        return {i: head.decode("utf-8", "surrogatepass") for i, head in self._heads}
+
+    def _cut_candidates(self, text: str) -> list[int]:
+        """The patterns whose head the text holds (the text may end anywhere after it)."""
+        data = text.encode("utf-8", "surrogatepass")
+        heads = self._heads
+        if self._head_db is None:
+            return [i for i, head in heads if head in data]
+        found: list[int] = []
+
+        def on_head(pos: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
+            found.append(heads[pos][0])
+
+        self._head_db.scan(data, match_event_handler=on_head)
+        return sorted(found)
 
     def _candidates(self, text: str) -> Iterable[int]:
         if self._hs_db is not None and text.isascii():
@@ -244,13 +313,30 @@ class Engine:
                      for i, p in enumerate(self.patterns)
                      if p.literal is not None and i not in self._literal_always)
 
-    def _confirm(self, pattern: CompiledPattern, text: str) -> dict[str, str] | None:
+    def _confirm(self, pattern: CompiledPattern, text: str, *, cut: str = ""
+                 ) -> dict[str, str] | None:
+        """The captures of `pattern`'s match in `text`, or None. `cut`: the pattern's head —
+        accept only a match that the end of the text cut short, and that holds the head."""
         rid = pattern.record.id
         if rid in self.stats.quarantined:
             return None
+        if cut and rid in self.stats.cut_quarantined:
+            return None
         try:
-            m = pattern.compiled.search(text, timeout=self.timeout)
+            m = pattern.compiled.search(text, partial=bool(cut),
+                                        timeout=min(self.timeout, CUT_TIMEOUT) if cut
+                                        else self.timeout)
         except TimeoutError:
+            if cut:
+                # No prefilter vouches for a cut attempt (the text need not match the whole
+                # pattern), so a backtracking pattern is given little time, and no more cut
+                # attempts after `quarantine_after` timeouts; its whole matches go on.
+                self.stats.cut_timeouts += 1
+                n = self._cut_timeouts_by_id.get(rid, 0) + 1
+                self._cut_timeouts_by_id[rid] = n
+                if n >= self.quarantine_after:
+                    self.stats.cut_quarantined.add(rid)
+                return None
             self.stats.timeouts += 1
             n = self._timeouts_by_id.get(rid, 0) + 1
             self._timeouts_by_id[rid] = n
@@ -259,6 +345,12 @@ class Engine:
             return None
         if m is None:
             return None
+        if cut:  # only a match the end of the text cut short, holding the whole head
+            end = len(text)
+            if not m.partial or m.end() != end or text.find(cut, m.start()) < 0:
+                return None
+            return {name: m.group(num) for num, name in pattern.capture_names.items()
+                    if m.group(num) is not None and m.end(num) < end}
         return {
             name: m.group(num)
             for num, name in pattern.capture_names.items()
@@ -277,12 +369,18 @@ def _compile(record: CatalogRecord) -> CompiledPattern:
 _INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z^-]*i")
 
 
-def _build_chunk_prefilter(patterns: Sequence[CompiledPattern], *,
-                           json_safe: bool = False) -> ChunkPrefilter | None:
+def _build_chunk_prefilter(patterns: Sequence[CompiledPattern], *, json_safe: bool = False,
+                           heads: Sequence[str | None] = ()) -> ChunkPrefilter | None:
     covers = []
-    for p in patterns:
+    for i, p in enumerate(patterns):
         pattern = p.record.message_pattern
         cover = literal_cover(pattern, json_safe=json_safe)
+        # A line cut before its cover may still hold the pattern's head: read it too.
+        head = heads[i] if i < len(heads) else None
+        if cover is not None and head is not None:
+            piece = json_safe_piece(head) if json_safe else head
+            if piece is not None and piece not in cover:
+                cover = (*cover, piece)
         # An inline `i` flag anywhere (global or scoped) is read as caseless: more hits, no loss.
         # Not `p.compiled`: a pattern from the cache compiles only when first confirmed.
         caseless = _INLINE_CASELESS.search(pattern) is not None
@@ -331,6 +429,18 @@ def _build_hyperscan(patterns: Sequence[CompiledPattern]) -> tuple[object, tuple
         good = [i for i in pending if i not in set(rejected)]
         db = try_compile(good) if good else None
     return db, tuple(sorted(rejected))
+
+
+def _head_table(heads: Sequence[str | None]) -> tuple[tuple[int, bytes], ...]:
+    return tuple((i, h.encode("utf-8", "surrogatepass")) for i, h in enumerate(heads) if h)
+
+
+def _load_db(data: bytes) -> Any:
+    if _hs is None:
+        raise ValueError("hyperscan is not available")
+    db = _hs.loadb(data, _hs.HS_MODE_BLOCK)
+    db.scratch = _hs.Scratch(db)
+    return db
 
 
 def _build_literal_db(table: Sequence[tuple[int, bytes]]) -> Any:
@@ -386,7 +496,7 @@ class EngineCache:
     def load(
         self, key: str, records: Sequence[CatalogRecord]
     ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object,
-               ChunkPrefilter | None, object] | None:
+               ChunkPrefilter | None, object, list[str | None], object] | None:
         """The cached compiled form, or None when absent, unreadable, corrupt or not this key's."""
         self.last_corrupt = False
         try:
@@ -402,7 +512,7 @@ class EngineCache:
     def _decode(
         self, data: bytes, key: str, records: Sequence[CatalogRecord]
     ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object,
-               ChunkPrefilter | None, object]:
+               ChunkPrefilter | None, object, list[str | None], object]:
         if not data.startswith(_MAGIC):
             raise ValueError("not an engine cache file")
         (head_len,) = struct.unpack_from("<Q", data, len(_MAGIC))
@@ -419,8 +529,8 @@ class EngineCache:
         )
         db = None
         chunk = None
-        split, literal_at = head["chunk_at"], head["literal_at"]
-        literal_db = None
+        split, literal_at, head_at = head["chunk_at"], head["literal_at"], head["head_at"]
+        literal_db = head_db = None
         if head["hyperscan"]:
             if _hs is None:
                 raise ValueError("hyperscan is not available")
@@ -428,17 +538,17 @@ class EngineCache:
             db.scratch = _hs.Scratch(db)  # a loaded database comes without one
         if split < literal_at:
             chunk = ChunkPrefilter.loadb(blob[split:literal_at])
-        if literal_at < len(blob):
-            if _hs is None:
-                raise ValueError("hyperscan is not available")
-            literal_db = _hs.loadb(blob[literal_at:], _hs.HS_MODE_BLOCK)
-            literal_db.scratch = _hs.Scratch(literal_db)
+        if literal_at < head_at:
+            literal_db = _load_db(blob[literal_at:head_at])
+        if head_at < len(blob):
+            head_db = _load_db(blob[head_at:])
         return (patterns, list(head["literal_always"]), tuple(head["always"]), db, chunk,
-                literal_db)
+                literal_db, list(head["heads"]), head_db)
 
     def store(self, key: str, patterns: Sequence[CompiledPattern], literal_always: Iterable[int],
               always: Sequence[int], hs_db: object, chunk: ChunkPrefilter | None = None,
-              literal_db: object = None) -> bool:
+              literal_db: object = None, heads: Sequence[str | None] = (),
+              head_db: object = None) -> bool:
         blob = _hs.dumpb(hs_db) if hs_db is not None and _hs is not None else b""
         chunk_at = len(blob)
         if chunk is not None:
@@ -446,6 +556,9 @@ class EngineCache:
         literal_at = len(blob)
         if literal_db is not None and _hs is not None:
             blob += _hs.dumpb(literal_db)
+        head_at = len(blob)
+        if head_db is not None and _hs is not None:
+            blob += _hs.dumpb(head_db)
         head = json.dumps({
             "format": CACHE_FORMAT,
             "key": key,
@@ -457,6 +570,8 @@ class EngineCache:
             "hyperscan": hs_db is not None,
             "chunk_at": chunk_at,
             "literal_at": literal_at,
+            "head_at": head_at,
+            "heads": list(heads) or [None] * len(patterns),
             "blob_sha256": hashlib.sha256(blob).hexdigest(),
         }, separators=(",", ":")).encode()
         try:

@@ -98,6 +98,7 @@ class Match:
     error_class: str
     message: str
     on_header: bool = False
+    cut: bool = False  # the text ended inside the pattern, after its head (`Engine`)
 
 
 @dataclass(frozen=True, slots=True)

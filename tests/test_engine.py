@@ -95,6 +95,11 @@ def test_hyperscan_prefilter_never_runs_a_pattern_that_cannot_match():
     assert e.prefilter == "hyperscan"
     assert e.match(one("Capture failed: " + "x" * 5000 + "!")) is None
     assert e.stats.timeouts == 0
+    # Its head is in the line, so the line is tried as a cut one too: no prefilter can vouch
+    # for that, so it gets 5 ms, and no more tries after three timeouts.
+    for _ in range(5):
+        assert e.match(one("Capture failed: " + "x" * 5000 + "!")) is None
+    assert e.stats.cut_timeouts <= 3 and e.stats.cut_quarantined <= {"evil"}
 
 
 def test_hyperscan_and_literal_prefilters_agree_on_the_builtin_catalog():

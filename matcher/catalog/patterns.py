@@ -152,6 +152,44 @@ def _cover(items: object, min_chars: int, breaks: re.Pattern[str]) -> tuple[str,
     return None
 
 
+# A cut line is matched only when it holds at least this much of the pattern's leading text.
+MIN_CUT_HEAD = 16
+
+
+def cut_head(pattern: str, min_chars: int = MIN_CUT_HEAD) -> str | None:
+    """The first run of literal text, at least `min_chars` long, that every match of `pattern`
+    contains at its top level — `Speculative decoding is currently not supported` of a generated
+    record, `] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=` after a `[Rank N`
+    capture: a line cut after it can still be told to be this record's (`Engine`).
+
+    None for a pattern that ignores case or has no such run (`catalog lint` names those).
+    """
+    try:
+        tree = sre_parse.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        return None
+    if tree.state.flags & re.IGNORECASE:
+        return None
+    run: list[str] = []
+    for op, av in [*tree, (None, None)]:
+        if op is sre_c.LITERAL:
+            run.append(chr(av))
+            continue
+        if op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
+            continue  # zero-width: neither adds nor breaks a run
+        text = "".join(run)
+        if len(text) >= min_chars and "\n" not in text:
+            return text
+        run.clear()
+    return None
+
+
+def json_safe_piece(literal: str, min_chars: int = 3) -> str | None:
+    """The longest run of `literal` that a docker json-file line holds as it is."""
+    best = max(_JSON_UNSAFE.split(literal), key=len, default="")
+    return best if len(best) >= min_chars else None
+
+
 def _analyze_crudely(pattern: str) -> PatternFacts:
     """For syntax only `regex` knows: letters, digits and spaces outside escapes and classes."""
     text = re.sub(r"\\[pPNXkg]\{[^}]*\}|\\.|\[[^\]]*\]|\(\?[^)]*\)", " ", pattern)
