@@ -88,10 +88,30 @@ def mask_message(message: str) -> str:
     return text.strip()
 
 
-def fingerprint(error_class: str, message: str) -> str:
-    """Stable across occurrences of the same unknown error, different across different ones."""
+def fingerprint(error_class: str, message: str, raised_at: str = "") -> str:
+    """Stable across occurrences of the same unknown error, different across different ones:
+    its class, the place that raised it (`raising_frame`) and its message with values masked —
+    one `KeyError` on a request id from one place is one fingerprint, whatever the id."""
     shape = f"{error_class.rsplit('.', 1)[-1]}|{mask_message(message)}"
+    if raised_at:
+        shape += f"|{raised_at}"
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+_FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+, in (?P<function>\S+)')
+
+
+def raising_frame(record: Record) -> str:
+    """`managers/detokenizer_manager.py:event_loop` — the innermost frame in sglang's code (else
+    the innermost frame) of a traceback, as its last two path parts and its function: line
+    numbers change between releases, and pasted paths are often cut (`.../managers/x.py`)."""
+    frames = [(m.group("path").replace("\\", "/"), m.group("function"))
+              for line in record.lines if (m := _FRAME_LINE.match(line))]
+    if not frames:
+        return ""
+    ours = [f for f in frames if "sglang/" in f[0]]
+    path, function = (ours or frames)[-1]
+    return f"{'/'.join(path.split('/')[-2:])}:{function}"
 
 
 def log_time(log_ts: str | None) -> float | None:
@@ -320,7 +340,7 @@ class Aggregator:
         if match is not None:
             return ("known", match.pattern.id, tuple(sorted(match.captures.items())))
         exc = record.exceptions[-1]
-        return ("unknown", fingerprint(exc.error_class, exc.message))
+        return ("unknown", fingerprint(exc.error_class, exc.message, raising_frame(record)))
 
     def _close(self, group: _Group) -> Event:
         return self._rate_limit(self._event(group), group.now_t)
@@ -394,7 +414,7 @@ class Aggregator:
             error_class=exc.error_class,
             severity="error",
             message=f"{exc.error_class}: {exc.message}" if exc.error_class else exc.message,
-            fingerprint=fingerprint(exc.error_class, exc.message),
+            fingerprint=fingerprint(exc.error_class, exc.message, raising_frame(r)),
             **common,  # type: ignore[arg-type]
         )
 

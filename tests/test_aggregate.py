@@ -338,3 +338,26 @@ def test_tables_stay_bounded_under_many_distinct_errors_and_every_one_is_counted
     assert len(events) == n + (n - 100) // 4
     assert len({e.fingerprint for e in events}) == n
     assert sum(not e.quiet for e in events) >= n  # every distinct error printed at least once
+
+
+def test_unknown_errors_are_fingerprinted_by_the_place_that_raised_them():
+    """Real KeyErrors from sglang issues (tests/fixtures/field/): the detokenizer's lookup of a
+    request id (#2812) is one fingerprint whatever the id; the same class and message shape
+    raised elsewhere is another."""
+    from pathlib import Path
+
+    from matcher.aggregate import raising_frame
+    from matcher.catalog.check import frame_text
+
+    field = Path(__file__).parent / "fixtures" / "field" / "model-runtime"
+    text = (field / "2812-detokenizer-keyerror.log").read_text()
+    record = [r for r in frame_text(text) if r.exceptions][-1]
+    assert raising_frame(record) == "managers/detokenizer_manager.py:event_loop"
+    other_id = text.replace("dc49ad867dc144249f59f4e85c7229cd", "0a1b2c3d4e5f60718293a4b5c6d7e8f9")
+    again = [r for r in frame_text(other_id) if r.exceptions][-1]
+    one = fingerprint("KeyError", record.exceptions[-1].message, raising_frame(record))
+    assert one == fingerprint("KeyError", again.exceptions[-1].message, raising_frame(again))
+    # #29256's KeyError on a request id, raised by the tokenizer manager: not the same failure.
+    assert one != fingerprint("KeyError", "'5e25b243e77743e6b3711ae7206ffdf3'",
+                              "managers/tokenizer_manager.py:_wait_one_response")
+    assert one != fingerprint("KeyError", record.exceptions[-1].message)
