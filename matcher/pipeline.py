@@ -328,6 +328,11 @@ class Pipeline:
         chosen = matches[0]
         if known is not None:
             for m in matches:
+                if m.on_header and not chosen.on_header:
+                    # No record of the exception fits what this log has shown so far: the
+                    # server changed (an upgrade). Its exception's record still beats a record
+                    # of the traceback's header, and what it says is learned instead.
+                    break
                 where = self._releases.releases(m.pattern)
                 if where is None or where.intersect(known):
                     chosen = m

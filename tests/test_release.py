@@ -158,3 +158,41 @@ def test_the_layer_a_record_is_loaded_in_does_not_change_which_record_wins():
     # The case that regressed: a header record and an exception record in one traceback.
     assert ("tp8_scheduler_crash.log", "0712139d4ca779ce") not in builtin
     assert sum(pid is not None for _, pid in builtin) > 40
+
+
+def test_an_upgraded_server_s_failure_keeps_its_own_record_over_the_header_s(tmp_path):
+    """A log that has shown sglang 0.4.6.post1 (a real launch failure of it), then a real
+    0.5.x scheduler crash (sglang issue #8931, under `Scheduler hit an exception:`) whose
+    message no 0.4 release has: the crash is its own record — the server was upgraded — not
+    the generic record of the header, which fits any release."""
+    import io
+    import json
+
+    from matcher.catalog import load_catalog
+    from matcher.cli import cmd_scan
+
+    crash = REPO / "tests/fixtures/field/model-runtime/8931-swa-radix-sanity-check.log"
+    # The generated layer and the curated record of the header: the crash's own record is then
+    # the generated one of its message (a curated record may take it over in the built-in one).
+    from matcher.catalog import Catalog
+    from matcher.catalog.load import load_paths
+
+    header = load_catalog(generated=False).by_id("0712139d4ca779ce")  # scheduler-hit-an-exception
+    generated = load_paths([REPO / "patterns/sglang/generated"], "generated").records
+    catalog = Catalog(records=(*generated, header), issues=(), version="test", files=())
+
+    def events(*texts: str) -> list[dict]:
+        log = tmp_path / "server.log"
+        log.write_text("".join(texts))
+        out = io.StringIO()
+        cmd_scan([str(log)], "json", catalog, out, err=io.StringIO())
+        return [json.loads(x) for x in out.getvalue().splitlines()]
+
+    # The scheduler's crash alone (its first line, the same message logged, would teach the
+    # release before the traceback is picked).
+    text = "".join(crash.read_text().splitlines(keepends=True)[1:])
+    alone = [e for e in events(text) if e["event"] == "sglang_error"][-1]
+    record = catalog.by_id(alone["pattern_id"])
+    assert record.layer == "generated" and not record.in_version("0.4.6.post1")
+    both = events((OLD / "dp_attention_dp_size_1.log").read_text(), text)
+    assert [e["pattern_id"] for e in both if e["event"] == "sglang_error"][-1] == alone["pattern_id"]
