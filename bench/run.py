@@ -41,7 +41,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CURATED = ROOT / "patterns" / "sglang" / "curated"
-SCAN = [sys.executable, "-m", "matcher", "scan", "--format", "json"]
+# `--sglang-version all`: the generated log mixes failures of every release sglang's catalog
+# knows (0.4.0 to 0.5.23) in one server's log, which no real server writes; `auto` would learn
+# a release from one failure and let it decide between near-identical templates of the next.
+SCAN = [sys.executable, "-m", "matcher", "scan", "--format", "json", "--sglang-version", "all"]
 SCAN_CURATED = [*SCAN, "--no-builtin", "--catalog", str(CURATED)]
 GREP = ["env", "LC_ALL=C", "grep", "-E", "-c", "-f"]
 MB = 1e6
