@@ -40,6 +40,7 @@ from matcher.catalog.load import code_fingerprint, default_cache_dir
 from matcher.catalog.patterns import (
     analyze,
     cut_head,
+    cut_prefix,
     json_safe_piece,
     literal_cover,
     positional_capture_names,
@@ -144,6 +145,7 @@ class Engine:
         self.stats = EngineStats()
         self._timeouts_by_id: dict[str, int] = {}
         self._cut_timeouts_by_id: dict[str, int] = {}
+        self._cut_patterns: dict[str, regex.Pattern[str]] = {}
         self._always: tuple[int, ...] = ()
         self._hs_db: Any = None
         # The literals of `_literal_table` in one Hyperscan database: non-ASCII targets.
@@ -262,6 +264,15 @@ class Engine:
                     cut=True,
                 ))
 
+    def _cut_compiled(self, pattern: CompiledPattern) -> regex.Pattern[str]:
+        """The pattern up to its first unbounded wildcard (`cut_prefix`), compiled once: a cut
+        must fall inside it — a wildcard would call any line's rest a cut."""
+        compiled = self._cut_patterns.get(pattern.record.id)
+        if compiled is None:
+            compiled = regex.compile(cut_prefix(pattern.record.message_pattern))
+            self._cut_patterns[pattern.record.id] = compiled
+        return compiled
+
     @functools.cached_property
     def _head_of(self) -> dict[int, str]:
         return {i: head.decode("utf-8", "surrogatepass") for i, head in self._heads}
@@ -322,10 +333,10 @@ class Engine:
             return None
         if cut and rid in self.stats.cut_quarantined:
             return None
+        compiled = self._cut_compiled(pattern) if cut else pattern.compiled
         try:
-            m = pattern.compiled.search(text, partial=bool(cut),
-                                        timeout=min(self.timeout, CUT_TIMEOUT) if cut
-                                        else self.timeout)
+            m = compiled.search(text, partial=bool(cut),
+                                timeout=min(self.timeout, CUT_TIMEOUT) if cut else self.timeout)
         except TimeoutError:
             if cut:
                 # No prefilter vouches for a cut attempt (the text need not match the whole
@@ -350,7 +361,7 @@ class Engine:
             if not m.partial or m.end() != end or text.find(cut, m.start()) < 0:
                 return None
             return {name: m.group(num) for num, name in pattern.capture_names.items()
-                    if m.group(num) is not None and m.end(num) < end}
+                    if num <= compiled.groups and m.group(num) is not None and m.end(num) < end}
         return {
             name: m.group(num)
             for num, name in pattern.capture_names.items()

@@ -4,10 +4,11 @@ they hold a record's head (`patterns.cut_head`), and what the cut removed is abs
 from __future__ import annotations
 
 import pytest
+import regex
 
 from matcher.catalog import load_catalog
 from matcher.catalog.check import frame_text
-from matcher.catalog.patterns import cut_head
+from matcher.catalog.patterns import cut_head, cut_prefix
 from matcher.engine import Engine
 
 
@@ -29,7 +30,11 @@ def test_every_curated_example_cut_anywhere_after_its_head_is_its_record(curated
             whole = engine.match(frame_text(line)[-1])
             if whole is None or whole.pattern.id != rec.id or head not in line:
                 continue  # a multi-line example, or one taken by a more specific record
-            for end in range(line.index(head) + len(head), len(line)):
+            # Cuts fall inside the pattern's part before its first unbounded wildcard.
+            prefix = regex.compile(cut_prefix(rec.message_pattern)).search(line)
+            if prefix is None:
+                continue
+            for end in range(line.index(head) + len(head), min(prefix.end(), len(line))):
                 cut = line[:end]
                 found = {x.pattern.id: x for x in engine.match_all(frame_text(cut)[-1])}
                 assert rec.id in found, (rec.slug, cut)
@@ -45,7 +50,7 @@ def test_every_curated_example_cut_anywhere_after_its_head_is_its_record(curated
                         not m.cut and whole.captures.get(name, "").startswith(value)
                         and len(cut) - cut.rindex(value) <= len(value) + 2), (rec.slug, cut, name)
                 tried += 1
-    assert tried > 2000
+    assert tried > 1000
     assert won / tried > 0.9
 
 
@@ -59,6 +64,18 @@ def test_a_cut_line_before_the_head_is_not_matched(curated):
     assert m is not None and m.pattern.slug == "torch-cuda-out-of-memory" and m.cut
     assert m.captures == {"tried": "1.50 GiB", "gpu": "0"}  # `total` was cut: absent
     assert engine.match(frame_text("torch.OutOfMemoryError: CUDA out of mem")[-1]) is None
+
+
+def test_a_wildcard_does_not_take_a_whole_line_for_a_cut_one(curated):
+    """`Model architectures (?P<architectures>\\[.*?\\]) are not supported for now` must not
+    take the real line of another failure, whose rest its `.*?` could swallow, for a cut one."""
+    _, engine = curated
+    line = ("ValueError: Model architectures ['DeepseekV3ForCausalLM'] failed to be inspected. "
+            "Please check the logs for more details.")
+    assert all(m.pattern.slug != "unsupported-model-architecture"
+               for m in engine.match_all(frame_text(line)[-1]))
+    assert cut_prefix(r"Model architectures (?P<a>\[.*?\]) are not supported") == \
+        "Model architectures "
 
 
 def test_heads_are_the_first_long_literal_run():

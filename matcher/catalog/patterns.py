@@ -156,6 +156,47 @@ def _cover(items: object, min_chars: int, breaks: re.Pattern[str]) -> tuple[str,
 MIN_CUT_HEAD = 16
 
 
+def cut_prefix(pattern: str) -> str:
+    """`pattern` up to its first top-level part that holds an unbounded wildcard (`.*`, `.+?`,
+    `\\S+`, `[^…]*`): a line cut within that prefix can be told to be cut, while a wildcard
+    would take any line's rest as "could go on" (`Model architectures (.*?) are not supported`
+    would take `Model architectures ['X'] failed to be inspected`). The whole pattern when it
+    has none."""
+    depth = 0
+    part_start = 0  # where the current top-level part begins
+    i = 0
+    n = len(pattern)
+    while i < n:
+        c = pattern[i]
+        if depth == 0 and c not in ")*+?{":
+            part_start = i
+        if c == "\\":
+            wide = pattern[i + 1:i + 2] in ("S", "D", "W")
+            i += 2
+            if wide and i < n and pattern[i] in "*+":
+                return pattern[:part_start]
+            continue
+        if c == "[":
+            j = i + 1
+            negated = j < n and pattern[j] == "^"
+            j += 1 if negated else 0
+            j += 1 if j < n and pattern[j] == "]" else 0
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            if negated and i < n and pattern[i] in "*+":
+                return pattern[:part_start]
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "." and i + 1 < n and pattern[i + 1] in "*+":
+            return pattern[:part_start]
+        i += 1
+    return pattern
+
+
 def cut_head(pattern: str, min_chars: int = MIN_CUT_HEAD) -> str | None:
     """The first run of literal text, at least `min_chars` long, that every match of `pattern`
     contains at its top level — `Speculative decoding is currently not supported` of a generated
@@ -165,7 +206,7 @@ def cut_head(pattern: str, min_chars: int = MIN_CUT_HEAD) -> str | None:
     None for a pattern that ignores case or has no such run (`catalog lint` names those).
     """
     try:
-        tree = sre_parse.parse(pattern)
+        tree = sre_parse.parse(cut_prefix(pattern))
     except (re.error, OverflowError, RecursionError):
         return None
     if tree.state.flags & re.IGNORECASE:
