@@ -58,7 +58,8 @@ def engine_line_ids(engine: Engine, log: Path, *, with_other_classes: bool = Fal
     for text in log.read_text(encoding="utf-8").splitlines():
         framer = Framer()
         records = framer.feed(Line(text, "t", 0, len(text) + 1)) + framer.finish()
-        ids = {m.pattern.id for r in records for m in engine.match_all(r)}
+        # Whole matches: a line tool cannot take a line cut short for its pattern's start.
+        ids = {m.pattern.id for r in records for m in engine.match_all(r) if not m.cut}
         if with_other_classes and (m := _EXCEPTION_LINE.match(_PREFIX.sub("", text))):
             ids |= {p.record.id for p in engine.patterns
                     if p.record.error_class and not classes_agree(p.record.error_class, m["cls"])
