@@ -227,14 +227,7 @@ class Engine:
                     continue
                 key = pattern.sort_key(target.on_header)
                 if i not in best or key < best[i][0]:
-                    best[i] = (key, Match(
-                        pattern=pattern.record,
-                        captures=captures,
-                        record=record,
-                        error_class=target.error_class or (pattern.record.error_class or ""),
-                        message=target.message,
-                        on_header=target.on_header,
-                    ))
+                    best[i] = (key, _match(pattern, captures, record, target, cut=False))
         if self._heads:
             self._match_cut(record, best)
         return [m for _, m in sorted(best.values(), key=lambda km: km[0])]
@@ -254,15 +247,8 @@ class Engine:
                 captures = self._confirm(pattern, target.message, cut=self._head_of[i])
                 if captures is None:
                     continue
-                best[i] = (pattern.sort_key(target.on_header, cut=True), Match(
-                    pattern=pattern.record,
-                    captures=captures,
-                    record=record,
-                    error_class=target.error_class or (pattern.record.error_class or ""),
-                    message=target.message,
-                    on_header=target.on_header,
-                    cut=True,
-                ))
+                best[i] = (pattern.sort_key(target.on_header, cut=True),
+                           _match(pattern, captures, record, target, cut=True))
 
     def _cut_compiled(self, pattern: CompiledPattern) -> regex.Pattern[str]:
         """The pattern up to its first unbounded wildcard (`cut_prefix`), compiled once: a cut
@@ -367,6 +353,19 @@ class Engine:
             for num, name in pattern.capture_names.items()
             if m.group(num) is not None
         }
+
+
+def _match(pattern: CompiledPattern, captures: dict[str, str], record: Record, target: Target,
+           *, cut: bool) -> Match:
+    return Match(
+        pattern=pattern.record,
+        captures=captures,
+        record=record,
+        error_class=target.error_class or (pattern.record.error_class or ""),
+        message=target.message,
+        on_header=target.on_header,
+        cut=cut,
+    )
 
 
 def _compile(record: CatalogRecord) -> CompiledPattern:
