@@ -58,6 +58,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from matcher.framing import FRAME_LINE
 from matcher.types import Event, Match, Record
 
 DEFAULT_WINDOW = 5.0
@@ -98,15 +99,12 @@ def fingerprint(error_class: str, message: str, raised_at: str = "") -> str:
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
-_FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+, in (?P<function>\S+)')
-
-
 def raising_frame(record: Record) -> str:
     """`managers/detokenizer_manager.py:event_loop` — the innermost frame in sglang's code (else
     the innermost frame) of a traceback, as its last two path parts and its function: line
     numbers change between releases, and pasted paths are often cut (`.../managers/x.py`)."""
-    frames = [(m.group("path").replace("\\", "/"), m.group("function"))
-              for line in record.lines if (m := _FRAME_LINE.match(line))]
+    frames = [(m.group("path").replace("\\", "/"), m.group("function") or "")
+              for line in record.lines if (m := FRAME_LINE.match(line))]
     if not frames:
         return ""
     ours = [f for f in frames if "sglang/" in f[0]]

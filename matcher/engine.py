@@ -36,7 +36,7 @@ from typing import Any
 
 import regex
 
-from matcher.catalog.load import code_fingerprint, default_cache_dir
+from matcher.catalog.load import code_fingerprint, default_cache_dir, fields_text
 from matcher.catalog.patterns import (
     analyze,
     cut_head,
@@ -150,9 +150,9 @@ class Engine:
         self._hs_db: Any = None
         # The literals of `_literal_table` in one Hyperscan database: non-ASCII targets.
         self._literal_db: Any = None
-        # (index, UTF-8 head) of the patterns a cut line can match (`cut_head`), and the heads
-        # in one Hyperscan database.
-        self._heads: tuple[tuple[int, bytes], ...] = ()
+        # Each pattern's head (`cut_head`; None: a cut line cannot match it), and the heads in
+        # one Hyperscan database.
+        self._heads: tuple[str | None, ...] = ()
         self._head_db: Any = None
         # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
         self.chunk_prefilter: ChunkPrefilter | None = None
@@ -165,7 +165,7 @@ class Engine:
         if loaded is not None:
             (self.patterns, literal_always, self._always, self._hs_db,
              self.chunk_prefilter, self._literal_db, heads, self._head_db) = loaded
-            self._heads = _head_table(heads)
+            self._heads = tuple(heads)
             self._literal_always = frozenset(literal_always)
             self.stats.cache = "hit"
             return
@@ -175,18 +175,17 @@ class Engine:
             i for i, p in enumerate(self.patterns)
             if p.literal is None or p.compiled.flags & regex.IGNORECASE
         )
-        heads = [None if _INLINE_CASELESS.search(p.record.message_pattern)
-                 else cut_head(p.record.message_pattern) for p in self.patterns]
-        self._heads = _head_table(heads)
+        self._heads = tuple(None if _INLINE_CASELESS.search(p.record.message_pattern)
+                            else cut_head(p.record.message_pattern) for p in self.patterns)
         if use_hs and self.patterns:
             self._hs_db, self._always = _build_hyperscan(self.patterns)
-            self.chunk_prefilter = _build_chunk_prefilter(self.patterns, heads=heads)
+            self.chunk_prefilter = _build_chunk_prefilter(self.patterns, heads=self._heads)
             self._literal_db = _build_literal_db(self._literal_table)
-            self._head_db = _build_literal_db(self._heads)
+            self._head_db = _build_literal_db(self._head_table)
         if cache is not None:
             stored = cache.store(key, self.patterns, self._literal_always, self._always,
                                  self._hs_db, self.chunk_prefilter, self._literal_db,
-                                 heads, self._head_db)
+                                 self._heads, self._head_db)
             self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
                 else "unwritable"
 
@@ -200,10 +199,7 @@ class Engine:
         """
         if self.chunk_prefilter is None:
             return None
-        heads: list[str | None] = [None] * len(self.patterns)
-        for i, head in self._heads:
-            heads[i] = head.decode("utf-8", "surrogatepass")
-        return _build_chunk_prefilter(self.patterns, json_safe=True, heads=heads)
+        return _build_chunk_prefilter(self.patterns, json_safe=True, heads=self._heads)
 
     @property
     def prefilter(self) -> str:
@@ -217,7 +213,8 @@ class Engine:
     def match_all(self, record: Record) -> list[Match]:
         """Every pattern that matches the record, most specific first (one per pattern)."""
         best: dict[int, tuple[tuple[int, int, int, int, str], Match]] = {}
-        for target in targets_of(record):
+        targets = targets_of(record)
+        for target in targets:
             for i in self._candidates(target.message):
                 pattern = self.patterns[i]
                 if not classes_agree(pattern.record.error_class, target.error_class):
@@ -228,27 +225,33 @@ class Engine:
                 key = pattern.sort_key(target.on_header)
                 if i not in best or key < best[i][0]:
                     best[i] = (key, _match(pattern, captures, record, target, cut=False))
-        if self._heads:
-            self._match_cut(record, best)
+        if self._head_table:
+            self._match_cut(record, targets, best)
         return [m for _, m in sorted(best.values(), key=lambda km: km[0])]
 
-    def _match_cut(self, record: Record,
+    def _match_cut(self, record: Record, targets: list[Target],
                    best: dict[int, tuple[tuple[int, int, int, int, str], Match]]) -> None:
         """Matches of targets that end — cut by a collector, a terminal or a paste — inside a
         pattern after its head: `regex`'s partial matching says the text could have gone on
         to match. Captures the cut may have shortened are left out, never given wrong."""
-        for target in targets_of(record):
-            for i in self._cut_candidates(target.message):
+        for target in targets:
+            data = target.message.encode("utf-8", "surrogatepass")
+            for i in _scan_literals(self._head_db, self._head_table, data):
                 if i in best:
                     continue
                 pattern = self.patterns[i]
                 if not classes_agree(pattern.record.error_class, target.error_class):
                     continue
-                captures = self._confirm(pattern, target.message, cut=self._head_of[i])
+                captures = self._confirm(pattern, target.message, cut=self._heads[i] or "")
                 if captures is None:
                     continue
                 best[i] = (pattern.sort_key(target.on_header, cut=True),
                            _match(pattern, captures, record, target, cut=True))
+
+    def _count_timeout(self, rid: str, counts: dict[str, int], quarantined: set[str]) -> None:
+        counts[rid] = counts.get(rid, 0) + 1
+        if counts[rid] >= self.quarantine_after:
+            quarantined.add(rid)
 
     def _cut_compiled(self, pattern: CompiledPattern) -> regex.Pattern[str]:
         """The pattern up to its first unbounded wildcard (`cut_prefix`), compiled once: a cut
@@ -260,22 +263,9 @@ class Engine:
         return compiled
 
     @functools.cached_property
-    def _head_of(self) -> dict[int, str]:
-        return {i: head.decode("utf-8", "surrogatepass") for i, head in self._heads}
-
-    def _cut_candidates(self, text: str) -> list[int]:
-        """The patterns whose head the text holds (the text may end anywhere after it)."""
-        data = text.encode("utf-8", "surrogatepass")
-        heads = self._heads
-        if self._head_db is None:
-            return [i for i, head in heads if head in data]
-        found: list[int] = []
-
-        def on_head(pos: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
-            found.append(heads[pos][0])
-
-        self._head_db.scan(data, match_event_handler=on_head)
-        return sorted(found)
+    def _head_table(self) -> tuple[tuple[int, bytes], ...]:
+        """(index, UTF-8 head) of the patterns a cut text can match."""
+        return _literal_table((i, head) for i, head in enumerate(self._heads) if head)
 
     def _candidates(self, text: str) -> Iterable[int]:
         if self._hs_db is not None and text.isascii():
@@ -292,23 +282,14 @@ class Engine:
         # self-synchronizing), in one Hyperscan scan: a Python loop over 21,000 literals took
         # 5–10 ms a target, and sglang logs users' non-ASCII prompts on `Receive:` lines.
         data = text.encode("utf-8", "surrogatepass")
-        table = self._literal_table
-        if self._literal_db is not None:
-            found: set[int] = set(self._literal_always)
-
-            def on_literal(pos: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
-                found.add(table[pos][0])
-
-            self._literal_db.scan(data, match_event_handler=on_literal)
-            return sorted(found)
-        return sorted(self._literal_always.union([i for i, lit in table if lit in data]))
+        found = _scan_literals(self._literal_db, self._literal_table, data)
+        return sorted(self._literal_always.union(found))
 
     @functools.cached_property
     def _literal_table(self) -> tuple[tuple[int, bytes], ...]:
         """(index, UTF-8 literal) of the patterns the literal prefilter vouches for."""
-        return tuple((i, p.literal.encode("utf-8", "surrogatepass"))
-                     for i, p in enumerate(self.patterns)
-                     if p.literal is not None and i not in self._literal_always)
+        return _literal_table((i, p.literal) for i, p in enumerate(self.patterns)
+                              if p.literal is not None and i not in self._literal_always)
 
     def _confirm(self, pattern: CompiledPattern, text: str, *, cut: str = ""
                  ) -> dict[str, str] | None:
@@ -324,21 +305,15 @@ class Engine:
             m = compiled.search(text, partial=bool(cut),
                                 timeout=min(self.timeout, CUT_TIMEOUT) if cut else self.timeout)
         except TimeoutError:
+            # No prefilter vouches for a cut attempt (the text need not match the whole
+            # pattern), so it is given little time and quarantined on its own: the pattern's
+            # whole matches go on.
             if cut:
-                # No prefilter vouches for a cut attempt (the text need not match the whole
-                # pattern), so a backtracking pattern is given little time, and no more cut
-                # attempts after `quarantine_after` timeouts; its whole matches go on.
                 self.stats.cut_timeouts += 1
-                n = self._cut_timeouts_by_id.get(rid, 0) + 1
-                self._cut_timeouts_by_id[rid] = n
-                if n >= self.quarantine_after:
-                    self.stats.cut_quarantined.add(rid)
-                return None
-            self.stats.timeouts += 1
-            n = self._timeouts_by_id.get(rid, 0) + 1
-            self._timeouts_by_id[rid] = n
-            if n >= self.quarantine_after:
-                self.stats.quarantined.add(rid)
+                self._count_timeout(rid, self._cut_timeouts_by_id, self.stats.cut_quarantined)
+            else:
+                self.stats.timeouts += 1
+                self._count_timeout(rid, self._timeouts_by_id, self.stats.quarantined)
             return None
         if m is None:
             return None
@@ -353,6 +328,24 @@ class Engine:
             for num, name in pattern.capture_names.items()
             if m.group(num) is not None
         }
+
+
+def _literal_table(pairs: Iterable[tuple[int, str]]) -> tuple[tuple[int, bytes], ...]:
+    return tuple((i, text.encode("utf-8", "surrogatepass")) for i, text in pairs)
+
+
+def _scan_literals(db: Any, table: Sequence[tuple[int, bytes]], data: bytes) -> list[int]:
+    """The indexes in `table` whose literal `data` holds: one Hyperscan scan of `db` (built
+    from `table` by `_build_literal_db`), else a substring test of each."""
+    if db is None:
+        return [i for i, literal in table if literal in data]
+    found: list[int] = []
+
+    def on_literal(pos: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
+        found.append(table[pos][0])
+
+    db.scan(data, match_event_handler=on_literal)
+    return found
 
 
 def _match(pattern: CompiledPattern, captures: dict[str, str], record: Record, target: Target,
@@ -441,11 +434,8 @@ def _build_hyperscan(patterns: Sequence[CompiledPattern]) -> tuple[object, tuple
     return db, tuple(sorted(rejected))
 
 
-def _head_table(heads: Sequence[str | None]) -> tuple[tuple[int, bytes], ...]:
-    return tuple((i, h.encode("utf-8", "surrogatepass")) for i, h in enumerate(heads) if h)
-
-
 def _load_db(data: bytes) -> Any:
+    """A database as `hyperscan.dumpb` wrote it, with the scratch a loaded one comes without."""
     if _hs is None:
         raise ValueError("hyperscan is not available")
     db = _hs.loadb(data, _hs.HS_MODE_BLOCK)
@@ -477,15 +467,8 @@ def compile_key(records: Sequence[CatalogRecord], use_hyperscan: bool) -> str:
     code = code_fingerprint(__name__, "matcher.catalog.patterns", "matcher.prefilter",
                             "matcher.framing")
     h.update(json.dumps([CACHE_FORMAT, code, use_hyperscan, version, _HS_FLAGS]).encode())
-    h.update(_fields_text((r.id, r.message_pattern, r.error_class, r.layer) for r in records))
+    h.update(fields_text((r.id, r.message_pattern, r.error_class, r.layer) for r in records))
     return h.hexdigest()[:32]
-
-
-def _fields_text(rows: Iterable[tuple[str | None, ...]]) -> bytes:
-    """Rows of strings as one unambiguous text (each value prefixed with its length): hashing
-    it is cheap, where json.dumps per record cost 0.1 s of each start."""
-    return "".join(f"{-1 if v is None else len(v)}:{v or ''}" for row in rows for v in row
-                   ).encode()
 
 
 class EngineCache:
@@ -542,10 +525,7 @@ class EngineCache:
         split, literal_at, head_at = head["chunk_at"], head["literal_at"], head["head_at"]
         literal_db = head_db = None
         if head["hyperscan"]:
-            if _hs is None:
-                raise ValueError("hyperscan is not available")
-            db = _hs.loadb(blob[:split], _hs.HS_MODE_BLOCK)
-            db.scratch = _hs.Scratch(db)  # a loaded database comes without one
+            db = _load_db(blob[:split])
         if split < literal_at:
             chunk = ChunkPrefilter.loadb(blob[split:literal_at])
         if literal_at < head_at:

@@ -29,6 +29,8 @@ _PREFIX = re.compile(
 )
 _RANK = re.compile(r"^[A-Za-z_]*[A-Za-z]\d+$")
 _TRACEBACK_START = "Traceback (most recent call last):"
+# A traceback's frame line, `  File "/x/sglang/srt/managers/scheduler.py", line 3, in f`.
+FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>\S+))?')
 _GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")
 _CHAIN = (
     "During handling of the above exception, another exception occurred:",

@@ -18,12 +18,12 @@ Nothing here reads files or clocks: records, matches and catalog records in, set
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from matcher.catalog.schema import CatalogRecord
 from matcher.catalog.versions import version_key
+from matcher.framing import FRAME_LINE
 from matcher.types import Match, Record
 
 AUTO = "auto"
@@ -34,7 +34,6 @@ def catalog_version_setting(setting: str) -> str:
     """What the catalog loader is asked for: "auto" learns per log, so it loads every release."""
     return "all" if setting == AUTO else setting
 Key = tuple[tuple[int, str], ...]
-_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _LOW: Key = ()  # below every version
 _HIGH: Key = ((1 << 62, ""),)  # above every version
 
@@ -111,7 +110,7 @@ def frames(record: Record) -> list[tuple[str, int]]:
     """(path, line) of each traceback frame, outermost first."""
     out = []
     for text in record.lines:
-        m = _FRAME.match(text)
+        m = FRAME_LINE.match(text)
         if m:
             out.append((m.group("path"), int(m.group("line"))))
     return out

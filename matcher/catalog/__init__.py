@@ -20,6 +20,7 @@ from matcher.catalog.load import (
     CatalogIssue,
     LoadResult,
     PatternFactsCache,
+    fields_text,
     load_paths,
 )
 from matcher.catalog import versions
@@ -161,7 +162,6 @@ def load_catalog(
 
 def _version(records: Sequence[CatalogRecord]) -> str:
     h = hashlib.sha256()
-    h.update("".join(f"{len(r.id)}:{r.id}{len(r.layer)}:{r.layer}{len(r.message_pattern)}:"
-                     f"{r.message_pattern}{len(r.error_class or '')}:{r.error_class or ''}"
-                     for r in sorted(records, key=lambda r: r.id)).encode())
+    h.update(fields_text((r.id, r.layer, r.message_pattern, r.error_class)
+                         for r in sorted(records, key=lambda r: r.id)))
     return h.hexdigest()[:12]

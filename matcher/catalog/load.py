@@ -378,6 +378,13 @@ def default_cache_dir() -> Path:
     return Path(base) / "sglang-matcher"
 
 
+def fields_text(rows: Iterable[tuple[str | None, ...]]) -> bytes:
+    """Rows of strings as one unambiguous text to hash (each value prefixed with its length):
+    cheap, where json.dumps per record cost 0.1 s of each start with 21,000 records."""
+    return "".join(f"{-1 if v is None else len(v)}:{v or ''}" for row in rows for v in row
+                   ).encode()
+
+
 def code_fingerprint(*modules: str) -> str:
     """A hash of modules' source, so a cache never outlives the code that computed it."""
     import importlib.util
