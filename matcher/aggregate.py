@@ -58,7 +58,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from matcher.framing import FRAME_LINE
+from matcher import frames
 from matcher.types import Event, Match, Record
 
 DEFAULT_WINDOW = 5.0
@@ -100,16 +100,13 @@ def fingerprint(error_class: str, message: str, raised_at: str = "") -> str:
 
 
 def raising_frame(record: Record) -> str:
-    """`managers/detokenizer_manager.py:event_loop` — the innermost frame in sglang's code (else
-    the innermost frame) of a traceback, as its last two path parts and its function: line
+    """`managers/detokenizer_manager.py:event_loop` — the frame that raised a traceback's
+    exception (`frames.raising_frame`) as its last two path parts and its function: line
     numbers change between releases, and pasted paths are often cut (`.../managers/x.py`)."""
-    frames = [(m.group("path").replace("\\", "/"), m.group("function") or "")
-              for line in record.lines if (m := FRAME_LINE.match(line))]
-    if not frames:
+    frame = frames.raising_frame(record)
+    if frame is None:
         return ""
-    ours = [f for f in frames if "sglang/" in f[0]]
-    path, function = (ours or frames)[-1]
-    return f"{'/'.join(path.split('/')[-2:])}:{function}"
+    return f"{'/'.join(frame.path.split('/')[-2:])}:{frame.function}"
 
 
 def log_time(log_ts: str | None) -> float | None:

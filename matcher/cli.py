@@ -313,6 +313,8 @@ def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:
         + ("   role: consequence" if rec.role == "consequence" else ""),
         f"  pattern: {rec.message_pattern}",
     ]
+    if rec.raised_in is not None:
+        lines.append(f"  raised in: {rec.raised_in.label()}")
     if rec.file_path:
         lines.append(f"  source: {rec.file_path}" + (f":{rec.line_number}" if rec.line_number else ""))
     if rec.github_url:
@@ -348,7 +350,8 @@ def cmd_lint(paths: Sequence[Path], out: TextIO) -> int:
     out.write(f"{len(catalog.records)} records in {len(catalog.files)} files, "
               f"{len(catalog.issues)} problems\n")
     # Not problems: records a line cut short by a collector cannot be matched to.
-    headless = [r for r in catalog.records if cut_head(r.message_pattern) is None]
+    headless = [r for r in catalog.records
+                if r.raised_in is None and cut_head(r.message_pattern) is None]
     for r in headless:
         if r.layer != "generated":
             out.write(f"note: {r.where}: no run of {MIN_CUT_HEAD}+ literal characters in "
@@ -552,7 +555,8 @@ def _extract_releases(args: argparse.Namespace, out: TextIO) -> int:
     for version, why in skipped:
         report.write(f"sglang {version}: skipped: {why}\n")
     report.write(_extract_summary(total, version=f"{len(done)} releases", label=label))
-    report.write(f"{len(merged)} records, {len({r['errorMessage'] for r in merged})} distinct "
+    templates = {r["errorMessage"] for r in merged} - {None}  # a frame record has none
+    report.write(f"{len(merged)} records, {len(templates)} distinct "
                  f"templates, over {len(done)} releases ({done[0].version}..{done[-1].version})\n")
     if args.output:
         report.write(f"wrote {args.output} ({len(merged)} records) and {stats_path}\n")
@@ -561,8 +565,10 @@ def _extract_releases(args: argparse.Namespace, out: TextIO) -> int:
 
 def _extract_summary(stats: Any, *, version: str, label: str) -> str:
     def kinds(counts: dict[str, int]) -> str:
+        named = ("raise", "assert", "log")
+        shown = [*named, *sorted(set(counts) - set(named))]  # "frame": bare raise/assert records
         return f"{sum(counts.values())} (" + ", ".join(
-            f"{k} {counts.get(k, 0)}" for k in ("raise", "assert", "log")) + ")"
+            f"{k} {counts.get(k, 0)}" for k in shown) + ")"
 
     msg = sum(stats.with_message.get(k, 0) for k in ("raise", "assert"))
     got = sum(stats.covered.get(k, 0) for k in ("raise", "assert"))

@@ -46,6 +46,7 @@ from matcher.catalog.patterns import (
     positional_capture_names,
 )
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord
+from matcher.frames import frames_by_exception, identifying
 from matcher.framing import DOCKER_RECORD_START_SIGNS, RECORD_START_SIGNS
 from matcher.prefilter import ChunkPrefilter
 from matcher.types import Match, Record
@@ -93,11 +94,16 @@ class CompiledPattern:
             self._compiled = regex.compile(self.record.message_pattern)
         return self._compiled
 
-    def sort_key(self, on_header: bool, cut: bool = False) -> tuple[int, int, int, int, str]:
+    def sort_key(self, on_header: bool, cut: bool = False) -> SortKey:
         """Smaller is more specific; `min()` over matches picks the winner. A match of a cut
-        text comes after every whole match of the same kind of target."""
+        text comes after every whole match of the same kind of target; a match at the frame
+        a record names (`raisedIn`) before every match of its message alone."""
         r = self.record
-        return (int(on_header), int(cut), -r.literal_length, -LAYER_RANK[r.layer], r.id)
+        return (int(on_header), int(cut), int(r.raised_in is None), -r.literal_length,
+                -LAYER_RANK[r.layer], r.id)
+
+
+SortKey = tuple[int, int, int, int, int, str]
 
 
 @dataclass(slots=True)
@@ -142,6 +148,21 @@ class Engine:
     ) -> None:
         self.timeout = timeout
         self.quarantine_after = quarantine_after
+        # Records that name their frame (`raisedIn`) are not searched for in messages: they are
+        # looked up by the frame that raised an exception, by its file name or its source line.
+        self.framed = tuple(r for r in records if r.raised_in is not None)
+        records = [r for r in records if r.raised_in is None]
+        self._framed_compiled: dict[int, CompiledPattern] = {}
+        self._framed_by_file: dict[str, list[int]] = {}
+        self._framed_by_source: dict[str, list[int]] = {}
+        for j, r in enumerate(self.framed):
+            assert r.raised_in is not None
+            name = r.raised_in.file_name
+            if name is not None:
+                self._framed_by_file.setdefault(name, []).append(j)
+            else:
+                source = " ".join((r.raised_in.source or "").split())
+                self._framed_by_source.setdefault(source, []).append(j)
         self.stats = EngineStats()
         self._timeouts_by_id: dict[str, int] = {}
         self._cut_timeouts_by_id: dict[str, int] = {}
@@ -189,6 +210,11 @@ class Engine:
             self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
                 else "unwritable"
 
+    @property
+    def records(self) -> tuple[CatalogRecord, ...]:
+        """Every record of the catalog, the framed ones included."""
+        return (*(p.record for p in self.patterns), *self.framed)
+
     @functools.cached_property
     def docker_prefilter(self) -> ChunkPrefilter | None:
         """`chunk_prefilter` for docker json-file lines, whose text JSON may escape: every cover
@@ -212,7 +238,7 @@ class Engine:
 
     def match_all(self, record: Record) -> list[Match]:
         """Every pattern that matches the record, most specific first (one per pattern)."""
-        best: dict[int, tuple[tuple[int, int, int, int, str], Match]] = {}
+        best: dict[int, tuple[SortKey, Match]] = {}
         targets = targets_of(record)
         for target in targets:
             for i in self._candidates(target.message):
@@ -227,10 +253,36 @@ class Engine:
                     best[i] = (key, _match(pattern, captures, record, target, cut=False))
         if self._head_table:
             self._match_cut(record, targets, best)
+        if self.framed and record.exceptions:
+            self._match_framed(record, best)
         return [m for _, m in sorted(best.values(), key=lambda km: km[0])]
 
+    def _match_framed(self, record: Record, best: dict[int, tuple[SortKey, Match]]) -> None:
+        """Records that name the frame raising an exception (`raisedIn`), at the frames that
+        identify each exception of the record (`frames.identifying`). Their keys in `best`
+        are negative: they are not among `patterns`."""
+        for exc, frames in zip(record.exceptions, frames_by_exception(record), strict=True):
+            target = Target(exc.error_class, exc.message, False)
+            for frame in identifying(frames):
+                name = frame.path.rsplit("/", 1)[-1]
+                for j in (*self._framed_by_file.get(name, ()),
+                          *self._framed_by_source.get(frame.source, ())):
+                    key = -1 - j
+                    rec = self.framed[j]
+                    assert rec.raised_in is not None
+                    if key in best or not classes_agree(rec.error_class, exc.error_class) \
+                            or not rec.raised_in.holds(frame.path, frame.function, frame.source):
+                        continue
+                    pattern = self._framed_compiled.get(j)
+                    if pattern is None:
+                        pattern = self._framed_compiled[j] = _compile(rec)
+                    captures = self._confirm(pattern, exc.message)
+                    if captures is not None:
+                        best[key] = (pattern.sort_key(False),
+                                     _match(pattern, captures, record, target, cut=False))
+
     def _match_cut(self, record: Record, targets: list[Target],
-                   best: dict[int, tuple[tuple[int, int, int, int, str], Match]]) -> None:
+                   best: dict[int, tuple[SortKey, Match]]) -> None:
         """Matches of targets that end — cut by a collector, a terminal or a paste — inside a
         pattern after its head: `regex`'s partial matching says the text could have gone on
         to match. Captures the cut may have shortened are left out, never given wrong."""

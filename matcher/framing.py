@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from matcher.types import ExceptionLine, Line, Record
-from matcher.wrappers import unwrap
+from matcher.wrappers import LearnedWrappers, Unwrapped, unwrap
 
 # Real escape sequences, and the same written out as text (JSON logs, `repr`ed messages).
 _ANSI = re.compile(r"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;?]*[A-Za-z]")
@@ -28,9 +28,12 @@ _PREFIX = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: [^\]\n]*)?)\] ?"
 )
 _RANK = re.compile(r"^[A-Za-z_]*[A-Za-z]\d+$")
-_TRACEBACK_START = "Traceback (most recent call last):"
+TRACEBACK_START = "Traceback (most recent call last):"
 # A traceback's frame line, `  File "/x/sglang/srt/managers/scheduler.py", line 3, in f`.
 FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>\S+))?')
+# A frame line as only a Python traceback prints it (faulthandler's dumps have no comma before
+# `in`): it opens a traceback whose first line was cut off.
+_TRACEBACK_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in ')
 _GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")
 _CHAIN = (
     "During handling of the above exception, another exception occurred:",
@@ -43,7 +46,7 @@ _CLASS_LIKE = re.compile(
 )
 # Inside an exception group, traceback lines are drawn behind `|` bars, between separators
 # such as `+-+---------------- 1 ----------------`.
-_GROUP_BARS = re.compile(r"^(?:\s*\| ?)+")
+GROUP_BARS = re.compile(r"^(?:\s*\| ?)+")
 _GROUP_SEPARATOR = re.compile(r"^[\s|+]*(?:\+-+|-{4,}).*$|^[\s|]*\.\.\.")
 # Lines of other writers that end a bare traceback's message (uvicorn, glog, timestamps).
 _OTHER_LOG_FORMAT = re.compile(
@@ -65,6 +68,7 @@ RECORD_START_SIGNS: tuple[bytes, ...] = (
     # character a wrapper ends with
     rb"(?:^|[\s:|>\]\)])[A-Za-z_][A-Za-z0-9_.]*"
     rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)",
+    rb'File "[^"\n]+", line \d+, in ',  # a traceback cut before its first line
     rb"\x1b",
     rb"\\u001b",
     rb"\\x1b",
@@ -78,6 +82,7 @@ DOCKER_RECORD_START_SIGNS: tuple[bytes, ...] = (
     rb"Traceback \(most recent call last\):",
     rb"[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)"
     rb"(?::|\\|\")",
+    rb'File \\"[^"\n]+\\", line \d+, in ',
     rb"\\u001b",
     rb"\\x1b",
     rb"\\033",
@@ -191,6 +196,10 @@ class Framer:
         # Ranks whose prefixed lines this source has shown (bounded): the aggregator closes a
         # failure's group as soon as each of them has reported it.
         self.ranks_seen: set[str] = set()
+        # Wrappers no known shape describes, learned from this source's tracebacks; and the
+        # traceback just opened behind text that may be one (its first frame line will say).
+        self.learned = LearnedWrappers()
+        self._opening: str | None = None
 
     @property
     def open_tracebacks(self) -> int:
@@ -208,6 +217,14 @@ class Framer:
         out: list[Record] = []
         unwrapped = unwrap(strip_ansi(line.text))
         text = unwrapped.text
+        if self._opening is not None:
+            self._learn_wrapper(text)
+        if self.learned.shapes:
+            bare = self.learned.strip(text)
+            if bare is not text:
+                again = unwrap(bare)
+                unwrapped = Unwrapped(again.text, again.rank or unwrapped.rank, True)
+                text = again.text
         p = split_prefix(text)
         if unwrapped.rank is not None:
             if not p.has_prefix:
@@ -234,7 +251,7 @@ class Framer:
             return out
         if tb is not None:
             self._close(tb.key, out)
-        if previous is not None and text.startswith(_TRACEBACK_START):
+        if previous is not None and text.startswith(TRACEBACK_START):
             # `logger.exception("…")`: the message line has the prefix, its traceback does not.
             p = Prefixed(text, previous.log_ts, previous.ranks)
             key = "[" + " ".join(previous.ranks) + "]"
@@ -244,6 +261,23 @@ class Framer:
         self._current = key
         self._start_or_plain(line, text, p, key, now, out)
         return out
+
+    def _learn_wrapper(self, text: str) -> None:
+        """The line after one that opened a traceback behind unknown text: if it is the first
+        frame behind the same text, that text is a wrapper (`LearnedWrappers`); the open
+        traceback gets its real header, and sglang's prefix when one stood behind it."""
+        key, self._opening = self._opening, None
+        tb = self._open.get(key)
+        if tb is None or tb.line_count != 1 or split_prefix(text).has_prefix:
+            return
+        header = self.learned.learn(tb.header, text)
+        if header is None:
+            return
+        p = split_prefix(header)
+        tb.header = p.message.strip()
+        if p.has_prefix:
+            tb.log_ts, tb.ranks = p.log_ts, p.ranks
+        tb.lines[0] = f"{header} {TRACEBACK_START}".lstrip()
 
     def _feed_rank_line(self, line: Line, text: str, rank: str, now: float,
                         out: list[Record]) -> list[Record]:
@@ -294,9 +328,16 @@ class Framer:
         msg = p.message
         stripped = msg.rstrip()
         group = _GROUP_START.match(stripped)
-        if stripped.endswith(_TRACEBACK_START) or group:
-            header = "" if group else stripped[: -len(_TRACEBACK_START)].rstrip()
+        if stripped.endswith(TRACEBACK_START) or group:
+            header = "" if group else stripped[: -len(TRACEBACK_START)].rstrip()
             self._begin(line, text, p, key, now, header=header, in_group=group is not None)
+            if header and not p.has_prefix:
+                self._opening = key  # a wrapper no known shape describes, perhaps
+            return
+        if _TRACEBACK_FRAME.match(stripped):
+            # A traceback cut before its first line (a paste, a collector's limit): its frames
+            # still say where the exception was raised (`matcher.frames`).
+            self._begin(line, text, p, key, now, header="")
             return
         if not stripped:
             return  # a blank line means nothing on its own
@@ -351,7 +392,7 @@ class Framer:
             if not stripped:
                 return self._accept(tb, line, text, now)
             tb.kind = "traceback"
-            if text.startswith(_TRACEBACK_START) or _GROUP_START.match(text):
+            if text.startswith(TRACEBACK_START) or _GROUP_START.match(text):
                 tb.state = "frames"
                 tb.in_group = bool(_GROUP_START.match(text))
                 return self._accept(tb, line, text, now)
@@ -361,7 +402,7 @@ class Framer:
                 tb.state = "exception"
                 return self._accept(tb, line, text, now)
             return False
-        if text.startswith(_TRACEBACK_START):
+        if text.startswith(TRACEBACK_START):
             return False  # a new traceback, not chained to this one
         if tb.state == "frames":
             if _GROUP_START.match(text):
@@ -397,7 +438,7 @@ class Framer:
         """A line of an exception group (`| ...`, `+---- 1 ----`): note its exception lines."""
         if _GROUP_SEPARATOR.match(text):
             return
-        body = _GROUP_BARS.sub("", text, count=1)
+        body = GROUP_BARS.sub("", text, count=1)
         stripped = body.strip()
         if (
             not stripped

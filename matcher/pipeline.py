@@ -89,9 +89,9 @@ class Pipeline:
         # Which release wrote each source: fixed by the setting, learned from tracebacks under
         # "auto", not asked under "all" (`matcher.release`).
         self.sglang_version = sglang_version
-        self._releases = release.Catalog([p.record for p in engine.patterns])
+        self._releases = release.Catalog(engine.records)
         self._tracker = release.Tracker()
-        self._by_id = {p.record.id: p.record for p in engine.patterns}
+        self._by_id = {r.id: r for r in engine.records}
 
     # -- input -------------------------------------------------------------------------------
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from matcher import frames
 from matcher.catalog.schema import CatalogRecord
 from matcher.catalog.versions import version_key
-from matcher.framing import FRAME_LINE
 from matcher.types import Match, Record
 
 AUTO = "auto"
@@ -106,16 +106,6 @@ class Releases:
         return ", ".join(s.label() for s in self.spans)
 
 
-def frames(record: Record) -> list[tuple[str, int]]:
-    """(path, line) of each traceback frame, outermost first."""
-    out = []
-    for text in record.lines:
-        m = FRAME_LINE.match(text)
-        if m:
-            out.append((m.group("path"), int(m.group("line"))))
-    return out
-
-
 def _suffix(file_path: str) -> str:
     """`python/sglang/srt/x.py` → `sglang/srt/x.py`: how an installed tree ends."""
     i = file_path.find("sglang/")
@@ -124,11 +114,8 @@ def _suffix(file_path: str) -> str:
 
 def raising_file(record: Record) -> str | None:
     """The sglang file of a traceback's innermost sglang frame (`sglang/srt/x.py`), if any."""
-    for path, _line in reversed(frames(record)):
-        i = path.rfind("sglang/")
-        if i >= 0:
-            return path[i:]
-    return None
+    frame = frames.raising_frame(record)
+    return frame.package_path if frame is not None and frame.ours else None
 
 
 def by_raising_file(record: Record, matches: list[Match]) -> list[Match]:
@@ -178,7 +165,8 @@ class Catalog:
         if known is None:
             return None
         suffix = _suffix(pattern.file_path or "")
-        raised = [line for path, line in frames(match.record) if suffix and path.endswith(suffix)]
+        raised = [f.line for f in frames.all_frames(match.record)
+                  if suffix and f.path.endswith(suffix)]
         if not raised:
             return known
         line = raised[-1]  # the innermost frame in the raising file

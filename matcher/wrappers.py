@@ -64,3 +64,62 @@ def unwrap(text: str) -> Unwrapped:
     if start == 0:
         return Unwrapped(text)
     return Unwrapped(text[start:], rank, True)
+
+
+# A traceback's first frame line behind a wrapper (Python indents frames by two spaces; pastes
+# often lose them).
+_WRAPPED_FRAME = re.compile(r'(?<=\s)File "[^"]+", line \d+')
+_DIGITS = re.compile(r"\d+")
+MAX_LEARNED = 4
+
+
+def wrapper_shape(wrapper: str) -> re.Pattern[str]:
+    """The shape of a wrapper seen once, as a pattern for the lines that follow: its digit runs
+    vary (times, pids, counters), the rest stands as written."""
+    parts = []
+    last = 0
+    for m in _DIGITS.finditer(wrapper):
+        parts += [re.escape(wrapper[last:m.start()]), r"\d+"]
+        last = m.end()
+    parts.append(re.escape(wrapper[last:]))
+    return re.compile("(?:" + "".join(parts) + ")[ ]?")
+
+
+class LearnedWrappers:
+    """Wrappers of one source that no known shape describes, learned from its tracebacks.
+
+    A traceback's `Traceback (most recent call last):` line and its first frame line carry the
+    same wrapper: whatever stands before the frame's indentation is a wrapper when
+    the traceback's line starts with the same shape (what follows it there is the traceback's
+    header, such as `Scheduler hit an exception:`). From then on every line of the source that
+    starts with that shape has it taken off. A source keeps at most `MAX_LEARNED` shapes, the
+    latest learned first.
+    """
+
+    def __init__(self) -> None:
+        self.shapes: list[re.Pattern[str]] = []
+
+    def strip(self, text: str) -> str:
+        for shape in self.shapes:
+            m = shape.match(text)
+            if m is not None and m.end():
+                return text[m.end():]
+        return text
+
+    def learn(self, opening: str, frame_line: str) -> str | None:
+        """`opening`: the text before `Traceback (most recent call last):` on the line that
+        opened a traceback; `frame_line`: the line after it. The opening without the wrapper
+        (the header) when the two share one, else None."""
+        m = _WRAPPED_FRAME.search(frame_line)
+        if m is None:
+            return None
+        wrapper = frame_line[:m.start()].rstrip()
+        if not wrapper.strip() or len(wrapper) < 2:
+            return None
+        shape = wrapper_shape(wrapper)
+        found = shape.match(opening)
+        if found is None:
+            return None
+        if all(s.pattern != shape.pattern for s in self.shapes):
+            self.shapes = [shape, *self.shapes][:MAX_LEARNED]
+        return opening[found.end():].strip()

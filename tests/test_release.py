@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from matcher.framing import Framer
-from matcher.release import Releases, Span, Tracker, frames
+from matcher.frames import all_frames
+from matcher.release import Releases, Span, Tracker
 from matcher.types import Line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,8 +56,8 @@ def test_frames_of_a_real_traceback():
         records += framer.feed(line, 0.0)
     records += framer.finish()
     [tb] = [r for r in records if r.kind == "traceback"]
-    got = frames(tb)
-    assert got[-1][0].endswith("sglang/srt/arg_groups/mamba_hook.py") and got[-1][1] == 90
+    got = all_frames(tb)
+    assert got[-1].path.endswith("sglang/srt/arg_groups/mamba_hook.py") and got[-1].line == 90
     assert len(got) == len([t for t in tb.lines if t.lstrip().startswith('File "')])
 
 

@@ -95,3 +95,55 @@ def test_torch_rank_wrapped_tracebacks_of_interleaved_ranks_are_one_failure(cura
 def test_unwrap_takes_off_wrappers_and_nothing_else(line, text, rank):
     u = unwrap(line)
     assert (u.text, u.rank, u.wrapped) == ((text, rank, True) if text else (line, None, False))
+
+
+# Wrappers of no known shape, from a grammar: a host-like word, then any of a time, a level
+# and a counter, behind separators no known wrapper uses. Digits vary from line to line.
+_SEPARATORS = (" » ", " :: ", " ~ ", " -> ")
+
+
+@st.composite
+def unknown_wrapper(draw):
+    host = draw(st.from_regex(r"[a-z]{3,8}", fullmatch=True))
+    fields = draw(st.lists(st.sampled_from(["time", "level", "counter"]), unique=True,
+                           max_size=3))
+    seps = draw(st.lists(st.sampled_from(_SEPARATORS), min_size=len(fields) + 1,
+                         max_size=len(fields) + 1))
+    level = draw(st.sampled_from(["stderr", "ERR", "out"]))
+
+    def wrap(i: int) -> str:
+        text = f"{host}{i % 13}"
+        for name, sep in zip(fields, seps, strict=False):
+            value = {"time": f"17:{i % 60:02d}:{(i * 7) % 60:02d}.{i:03d}", "level": level,
+                     "counter": str(i * 31)}[name]
+            text += sep + value
+        return text + seps[-1]
+
+    return wrap
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(log=st.sampled_from([p for p in LOGS if "Traceback (most recent call last):"
+                            in p.read_text(encoding="utf-8")]),
+       wrapper=unknown_wrapper())
+def test_a_wrapper_never_seen_is_learned_from_the_first_traceback(curated, tmp_path, log, wrapper):
+    """From the first traceback on (where the wrapper is learned), the wrapped log gives the
+    events the bare log gives from that line on."""
+    bare = log.read_text(encoding="utf-8")
+    lines = bare.splitlines()
+    first = next(i for i, x in enumerate(lines) if "Traceback (most recent call last):" in x)
+    wrapped = "".join(wrapper(i) + line + "\n" for i, line in enumerate(lines))
+    assert unwrap(wrapped.splitlines()[first]).text == wrapped.splitlines()[first]  # unknown
+
+    def scanned(text: str, after: int) -> list[tuple[str | None, str, str]]:
+        path = tmp_path / "x.log"
+        path.write_text(text, encoding="utf-8")
+        out = io.StringIO()
+        cmd_scan([str(path)], "json", curated, out, err=io.StringIO())
+        found = [json.loads(x) for x in out.getvalue().splitlines()]
+        return [(e.get("pattern_id"), e["error_class"], e["message"].split("\n")[0])
+                for e in found if e["line"] > after]
+
+    expected = scanned("".join(x + "\n" for x in lines[first:]), 0)
+    assert expected, log.name
+    assert scanned(wrapped, first) == expected

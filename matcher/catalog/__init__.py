@@ -162,6 +162,7 @@ def load_catalog(
 
 def _version(records: Sequence[CatalogRecord]) -> str:
     h = hashlib.sha256()
-    h.update(fields_text((r.id, r.layer, r.message_pattern, r.error_class)
+    h.update(fields_text((r.id, r.layer, r.message_pattern, r.error_class,
+                          r.raised_in.label() if r.raised_in else None)
                          for r in sorted(records, key=lambda r: r.id)))
     return h.hexdigest()[:12]

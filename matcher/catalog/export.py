@@ -64,12 +64,20 @@ class Export:
         return "\n".join(lines) + "\n"
 
 
+FRAMED = "identified by its traceback frame (raisedIn), not by a line"
+
+
 def export(records: Iterable[CatalogRecord], dialect: Dialect) -> Export:
     """Translate every record's pattern; collect the ones that cannot be, with the reason."""
     done: list[tuple[CatalogRecord, str]] = []
     skipped: list[tuple[CatalogRecord, str]] = []
     reasons: Counter[str] = Counter()
     for r in records:
+        if r.raised_in is not None:
+            # Identified by its traceback frame, which a line tool never sees with the message.
+            skipped.append((r, FRAMED))
+            reasons[FRAMED] += 1
+            continue
         try:
             done.append((r, translate(r.message_pattern, dialect, r.error_class)))
         except Untranslatable as e:

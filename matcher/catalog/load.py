@@ -8,6 +8,7 @@ daemon). Text fields such as `validationCode` are carried as text and never exec
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -23,7 +24,14 @@ import regex
 import yaml
 
 from matcher.catalog.patterns import MIN_LITERAL_CHARS, analyze, pattern_from_template
-from matcher.catalog.schema import ROLES, SEVERITIES, CatalogRecord, Layer, pack_locations
+from matcher.catalog.schema import (
+    ROLES,
+    SEVERITIES,
+    CatalogRecord,
+    Layer,
+    RaisedIn,
+    pack_locations,
+)
 
 CATALOG_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 
@@ -265,6 +273,7 @@ def validate_record(
                 else:
                     bad(f"examples.{key}", "expected a list of strings")
 
+    raised_in = _raised_in(raw.get("raisedIn"), bad)
     pattern = raw.get("messagePattern")
     message = raw.get("errorMessage")
     pattern_field = "messagePattern"
@@ -272,15 +281,23 @@ def validate_record(
         if isinstance(message, str) and message:
             pattern = pattern_from_template(message)
             pattern_field = "errorMessage"
+        elif raised_in is not None and "messagePattern" not in [i.field for i in issues]:
+            pattern = ANY_MESSAGE  # the frame alone says what failed
         elif "messagePattern" not in [i.field for i in issues]:
-            bad("messagePattern", "required: a messagePattern, or an errorMessage to derive one from")
+            bad("messagePattern", "required: a messagePattern, or an errorMessage to derive one "
+                                  "from (or a raisedIn frame)")
             pattern = None
         else:
             pattern = None
     literal_length = 0
     if isinstance(pattern, str):
         checked = known.get(pattern) if known else None
-        problem = check_pattern(pattern) if checked is None else checked
+        if raised_in is not None:
+            # At its frame a message needs no literal text to be specific: `^$` is a bare
+            # `AssertionError` there. (`known` holds what `check_pattern` said.)
+            problem = check_framed_pattern(pattern)
+        else:
+            problem = check_pattern(pattern) if checked is None else checked
         if isinstance(problem, str):
             bad(pattern_field, problem)
         else:
@@ -315,6 +332,7 @@ def validate_record(
         examples_match=tuple(ex_match),
         examples_no_match=tuple(ex_no),
         literal_length=literal_length,
+        raised_in=raised_in,
         # The generated layer is our own output, nothing unknown to keep: 15,000 dicts less.
         raw=raw if layer != "generated" else {},
     )
@@ -347,6 +365,43 @@ def _locations(value: Any, bad: Any) -> tuple[tuple[str, str | None, int | None,
     bad("sglangLocations", 'expected a list of {"versions": "A..B", "filePath": …, '
                            '"lineNumber": …, "githubUrl": …}')
     return ()
+
+
+def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
+    """`raisedIn`: `{"path": "sglang/srt/x.py", "function": "f", "source": "assert y"}`."""
+    if value is None:
+        return None
+    parts = ("path", "function", "source")
+    if not isinstance(value, dict) or set(value) - set(parts) or not all(
+            isinstance(value.get(k), str | None) for k in parts):
+        bad("raisedIn", 'expected {"path": …, "function": …, "source": …} (strings; any of them)')
+        return None
+    frame = RaisedIn(*(value.get(k) or None for k in parts))
+    if frame.path is None and frame.source is None:
+        bad("raisedIn", "needs a path or a source line: a function name alone is no frame")
+        return None
+    if frame.path is not None and (frame.path.startswith("/") or "\\" in frame.path):
+        bad("raisedIn.path", f"{frame.path!r}: give the path from the package on, with `/` "
+                             "(`sglang/srt/managers/scheduler.py`)")
+        return None
+    return frame
+
+
+# A framed record without a messagePattern takes any message its class prints there.
+ANY_MESSAGE = r"(?s:.*)"
+
+
+@functools.lru_cache(maxsize=4096)
+def check_framed_pattern(pattern: str) -> int | str:
+    """A framed record's pattern: valid and quick; its literal length, for ranking."""
+    try:
+        compiled = regex.compile(pattern)
+        compiled.search("x" * 64, timeout=0.1)
+    except (regex.error, OverflowError, RecursionError) as e:
+        return f"invalid regex: {e}"
+    except TimeoutError:
+        return "regex times out on a short message"
+    return analyze(pattern).literal_length
 
 
 def check_pattern(pattern: str) -> int | str:

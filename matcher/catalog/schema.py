@@ -21,6 +21,37 @@ Location = tuple[str, str | None, int | None, str | None]
 
 
 @dataclass(frozen=True, slots=True)
+class RaisedIn:
+    """`raisedIn`: the traceback frame that raises a record's exception, for messages that do
+    not say what failed (a bare `AssertionError`, `KeyError: '<request id>'`).
+
+    Each part that is set must agree with the frame: `path` is a suffix of the printed path at
+    a `/` (`sglang/srt/managers/scheduler.py`), `function` the name after `, in `, `source` the
+    line printed under the frame, compared with runs of whitespace made one space.
+    """
+
+    path: str | None = None
+    function: str | None = None
+    source: str | None = None
+
+    def holds(self, path: str, function: str, source: str) -> bool:
+        if self.path is not None and not (path == self.path or path.endswith("/" + self.path)):
+            return False
+        if self.function is not None and function != self.function:
+            return False
+        return self.source is None or " ".join(self.source.split()) == source
+
+    @property
+    def file_name(self) -> str | None:
+        """The last part of `path`: what the engine looks frames up by."""
+        return self.path.rsplit("/", 1)[-1] if self.path else None
+
+    def label(self) -> str:
+        """`sglang/srt/x.py:f: assert y` — how `explain` and lint name the frame."""
+        return ": ".join(p for p in (self.path, self.function, self.source) if p)
+
+
+@dataclass(frozen=True, slots=True)
 class CatalogRecord:
     id: str
     message_pattern: str
@@ -52,6 +83,7 @@ class CatalogRecord:
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     literal_length: int = 0
+    raised_in: RaisedIn | None = None  # set: matched only at that frame (`matcher.frames`)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __reduce__(self) -> tuple[type[CatalogRecord], tuple[Any, ...]]:
