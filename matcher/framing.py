@@ -34,6 +34,8 @@ FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in 
 # A frame line as only a Python traceback prints it (faulthandler's dumps have no comma before
 # `in`): it opens a traceback whose first line was cut off.
 _TRACEBACK_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in ')
+# The carets Python 3.11+ prints under a frame's source line (`^^^^`, `~~~^^^`).
+_CARETS = re.compile(r"^[\s^~]+$")
 _GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")
 _CHAIN = (
     "During handling of the above exception, another exception occurred:",
@@ -148,6 +150,7 @@ class _Open:
     blank_run: int = 0
     in_group: bool = False
     kind: str = "traceback"  # or "line": a lone `Class: message` line and its continuation
+    after_frame: bool = False  # the last line was a `File "…", line N` frame line
 
     def add_line(self, text: str, max_lines: int) -> None:
         self.line_count += 1
@@ -337,7 +340,7 @@ class Framer:
         if _TRACEBACK_FRAME.match(stripped):
             # A traceback cut before its first line (a paste, a collector's limit): its frames
             # still say where the exception was raised (`matcher.frames`).
-            self._begin(line, text, p, key, now, header="")
+            self._begin(line, text, p, key, now, header="", after_frame=True)
             return
         if not stripped:
             return  # a blank line means nothing on its own
@@ -405,9 +408,13 @@ class Framer:
         if text.startswith(TRACEBACK_START):
             return False  # a new traceback, not chained to this one
         if tb.state == "frames":
+            after_frame, tb.after_frame = tb.after_frame, FRAME_LINE.match(text) is not None
             if _GROUP_START.match(text):
                 tb.in_group = True
-            elif stripped and not text[:1].isspace() and not text.startswith('File "'):
+            elif stripped and not text[:1].isspace() and not text.startswith('File "') \
+                    and not _CARETS.match(text) \
+                    and not (after_frame and parse_exception_line(stripped) is None):
+                # (A paste that lost the indentation: the line after a frame is its source.)
                 self._add_exception(tb, text.rstrip("\r\n"))
                 tb.state = "exception"
             return self._accept(tb, line, text, now)

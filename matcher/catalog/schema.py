@@ -35,7 +35,7 @@ class RaisedIn:
     source: str | None = None
 
     def holds(self, path: str, function: str, source: str) -> bool:
-        if self.path is not None and not (path == self.path or path.endswith("/" + self.path)):
+        if self.path is not None and not _same_file(path, self.path):
             return False
         if self.function is not None and function != self.function:
             return False
@@ -137,6 +137,16 @@ class CatalogRecord:
 
 
 _FIELDS = tuple(f.name for f in fields(CatalogRecord))
+
+def _same_file(printed: str, suffix: str) -> bool:
+    """The printed path ends with `suffix` at a `/`; a path a paste cut to `.../managers/x.py`
+    (or `…/`) agrees when what is left of it ends `suffix`."""
+    if printed == suffix or printed.endswith("/" + suffix):
+        return True
+    rest = printed.lstrip(".…")
+    return rest != printed and rest.startswith("/") and len(rest) > 1 \
+        and ("/" + suffix).endswith(rest)
+
 
 # --- sglangLocations, packed ------------------------------------------------------------------
 # The merged generated catalog holds some 83,000 locations. As tuples of four objects each they
