@@ -1,9 +1,11 @@
 """`catalog extract`: sglang's raise, assert and logger sites become records recognizing its logs.
 
-The constructs are shown on small snippets, each with the whole record it gives; the real sglang
-0.5.23 source enters through a verbatim copy of `srt/arg_groups/mamba_hook.py` (the seed's check)
-and through the shipped catalog, which must recognize every real launch log whose traceback ends
-at a raise or assert of sglang's — at that very file and line.
+The constructs are shown on small snippets, each with the whole record it gives; a bare raise or
+assert gives a frame record, whose `raisedIn` is checked against the traceback the real
+interpreter prints for it. The real sglang 0.5.23 source enters through a verbatim copy of
+`srt/arg_groups/mamba_hook.py` (the seed's check) and through the shipped catalog, which must
+recognize every real launch log whose traceback ends at a raise or assert of sglang's — at that
+very file and line.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from matcher.catalog import load_catalog, merge_layers
 from matcher.catalog.check import frame_text
 from matcher.catalog.extract import (
     DUPLICATE,
+    DUPLICATE_FRAME,
     KEYWORD_ONLY,
     MOSTLY_HOLES,
-    NO_MESSAGE,
     NOT_TEMPLATE,
     RERAISE,
     TOO_VAGUE,
@@ -35,6 +37,8 @@ from matcher.catalog.extract import (
     record_id,
 )
 from matcher.catalog.load import load_paths, validate_record
+from matcher.catalog.releases import merge_releases
+from matcher.catalog.schema import CatalogRecord
 from matcher.cli import cmd_scan
 from matcher.engine import Engine, EngineCache
 from matcher.pipeline import Pipeline
@@ -250,16 +254,18 @@ def f(e, msg, x):
     raise ValueError("the same message twice in one module")
 '''
     ex = extract(source)
-    assert [r["lineNumber"] for r in ex.records] == [19]
-    assert ex.records[0]["alsoAt"] == [20]
+    # The bare `raise ValueError()`, `raise ValueError` and `assert x` are frame records.
+    assert [(r["lineNumber"], "raisedIn" in r) for r in ex.records] == [
+        (10, True), (11, True), (17, True), (19, False)]
+    assert ex.records[3]["alsoAt"] == [20]
     assert ex.stats == Stats(
         files=1,
         sites={"raise": 11, "assert": 1, "log": 1},
         with_message={"raise": 5},
-        covered={"raise": 2},
-        records={"raise": 1},
-        skipped={RERAISE: 2, NO_MESSAGE: 3, KEYWORD_ONLY: 1, NOT_TEMPLATE: 2, TOO_VAGUE: 2,
-                 MOSTLY_HOLES: 1, DUPLICATE: 1},
+        covered={"raise": 2, "frame": 3},
+        records={"raise": 1, "frame": 3},
+        skipped={RERAISE: 2, KEYWORD_ONLY: 1, NOT_TEMPLATE: 2, TOO_VAGUE: 2, MOSTLY_HOLES: 1,
+                 DUPLICATE: 1},
     )
 
 
@@ -282,6 +288,235 @@ def test_a_byte_order_mark_is_no_syntax_error():
     """sglang 0.4.4.post2 to 0.5.19 ship `srt/models/qwen2_classification.py` with a UTF-8 BOM."""
     ex = extract('\ufeffdef f(n):\n    raise ValueError(f"--tp-size must be >= 1, got {n}")\n')
     assert (ex.stats.files_skipped, len(ex.records), ex.records[0]["lineNumber"]) == ({}, 1, 2)
+
+
+# --- bare raise and assert: frame records ------------------------------------------------------
+
+def frame_record(line: int, function: str, source: str, *, cls: str = "AssertionError",
+                 kind: str = "assert", doc: str, slug: str, path: str = MODULE) -> dict:
+    """The record a bare site of `sglang/srt/foo.py` must give: no message, its frame instead."""
+    module = path.removesuffix(".py").replace("/", ".")
+    return {
+        "id": record_id(module, cls, f"frame:{function}:{source}"),
+        "repo": "sgl-project/sglang",
+        "slug": slug,
+        "errorMessage": None,
+        "messagePattern": "^$",
+        "errorType": kind,
+        "errorClass": cls,
+        "severity": "error",
+        "filePath": f"python/{path}",
+        "lineNumber": line,
+        "githubUrl": f"https://github.com/sgl-project/sglang/blob/v0.5.23/python/{path}#L{line}",
+        "raisedIn": {"path": path, "function": function, "source": source},
+        "documentation": doc,
+        "tags": ["sglang", "generated", kind, "frame", *Path(path).parts[1:-1][:2]],
+        "sglangVersions": ["0.5.23"],
+        "schemaVersion": 2,
+    }
+
+
+FRAMED = " — the traceback's frame (raisedIn) tells the site."
+NO_MESSAGE_PRINTED = ": the assertion failed, and Python printed no message" + FRAMED
+
+FRAME_CONSTRUCTS = [
+    ("bare assert in a method: the function's own name, not dotted with the class", '''
+class Scheduler:
+    def get_next_batch_to_run(self):
+        assert self.req_to_token_pool is not None
+''', frame_record(
+        4, "get_next_batch_to_run", "assert self.req_to_token_pool is not None",
+        slug="assert-self-req-to-token-pool-is-not-none",
+        doc="`Scheduler.get_next_batch_to_run()` in sglang/srt/foo.py:4 asserts "
+            "`self.req_to_token_pool is not None`" + NO_MESSAGE_PRINTED)),
+    ("assert over lines: its last comparison's line, as 3.10 and 3.11 print it", '''
+def check(view):
+    assert (
+        view.page_size is None
+        or view.chunked_prefill_size % view.page_size == 0
+    )
+''', frame_record(
+        5, "check", "or view.chunked_prefill_size % view.page_size == 0",
+        slug="assert-view-page-size-is-none-or-view-chunked-pr",
+        doc="`check()` in sglang/srt/foo.py:5 asserts `view.page_size is None or "
+            "view.chunked_prefill_size % view.page_size == 0`" + NO_MESSAGE_PRINTED)),
+    ("assert over lines without a comparison: `assert (`; the slug names the test", '''
+def check(view):
+    assert (
+        view.disable_overlap_schedule
+    )
+''', frame_record(
+        3, "check", "assert (", slug="assert-view-disable-overlap-schedule",
+        doc="`check()` in sglang/srt/foo.py:3 asserts `view.disable_overlap_schedule`"
+            + NO_MESSAGE_PRINTED)),
+    ("raise of a bare class under an if", '''
+def load(fmt):
+    if fmt not in ("pt", "safetensors"):
+        raise ValueError
+''', frame_record(
+        4, "load", "raise ValueError", cls="ValueError", kind="raise", slug="raise-valueerror",
+        doc="`load()` in sglang/srt/foo.py:4 raises ValueError without a message when "
+            "`fmt not in ('pt', 'safetensors')`" + FRAMED)),
+    ("raise X() over two lines in a nested function: the innermost def, the raise's line", '''
+def make_hook(cfg):
+    def hook(module, inputs):
+        raise NotImplementedError(
+        )
+    return hook
+''', frame_record(
+        4, "hook", "raise NotImplementedError(", cls="NotImplementedError", kind="raise",
+        slug="raise-notimplementederror",
+        doc="`make_hook.hook()` in sglang/srt/foo.py:4 raises NotImplementedError without a "
+            "message" + FRAMED)),
+    ("module-level assert: `<module>`, the line printed whole, comment and all", '''
+import torch
+assert torch.cuda.is_available()  # the server needs a GPU
+''', frame_record(
+        3, "<module>", "assert torch.cuda.is_available()  # the server needs a GPU",
+        slug="assert-torch-cuda-is-available",
+        doc="module-level code in sglang/srt/foo.py:3 asserts `torch.cuda.is_available()`"
+            + NO_MESSAGE_PRINTED)),
+]
+
+
+@pytest.mark.parametrize("name,source,expected", FRAME_CONSTRUCTS,
+                         ids=[c[0] for c in FRAME_CONSTRUCTS])
+def test_each_bare_site_gives_its_whole_frame_record(name, source, expected):
+    (got,) = extract(source).records
+    assert got == expected
+
+
+def test_frame_records_pass_the_loader_with_their_frame():
+    (raw,) = extract(FRAME_CONSTRUCTS[0][1]).records
+    rec = validate_record(raw, "gen.jsonl", 0, "generated")
+    assert isinstance(rec, CatalogRecord), rec
+    assert (rec.raised_in.path, rec.raised_in.function, rec.raised_in.source) == (
+        MODULE, "get_next_batch_to_run", "assert self.req_to_token_pool is not None")
+
+
+def test_frame_records_are_one_per_function_and_line_counted_apart_from_messages():
+    source = '''
+def f(x):
+    assert x is not None
+    assert x is not None
+    raise ValueError
+def g(x):
+    assert x is not None
+    assert x, "x must be set before the scheduler starts"
+'''
+    ex = extract(source)
+    assert [(r["lineNumber"], r.get("alsoAt"), r["raisedIn"]["function"] if "raisedIn" in r
+             else None) for r in ex.records] == [
+        (3, [4], "f"), (5, None, "f"), (7, None, "g"), (8, None, None)]
+    assert ex.stats == Stats(
+        files=1, sites={"assert": 4, "raise": 1}, with_message={"assert": 1},
+        covered={"assert": 1, "frame": 4}, records={"assert": 1, "frame": 3},
+        skipped={DUPLICATE_FRAME: 1})
+    assert ex.stats.coverage == 1.0  # frame sites are not message sites: coverage is as before
+    dropped = ex.without([ex.records[0]["id"]], "left out")
+    assert (dropped.stats.records, dropped.stats.skipped["left out"]) == (
+        {"assert": 1, "frame": 2}, 1)
+
+
+def test_frame_id_is_stable_across_line_moves_and_tells_function_line_class_module_apart():
+    def frame_id(source: str, path: str = MODULE) -> str:
+        (rec,) = extract(source, path).records
+        return rec["id"]
+
+    one = frame_id("def f(x):\n    assert x is not None\n")
+    assert one == frame_id("\n\n\ndef f(x):\n    y = x\n    assert x is not None\n")
+    assert one == record_id("sglang.srt.foo", "AssertionError", "frame:f:assert x is not None")
+    others = {frame_id("def g(x):\n    assert x is not None\n"),
+              frame_id("def f(x):\n    assert x is None\n"),
+              frame_id("def f(x):\n    assert x is not None\n", "sglang/srt/bar.py"),
+              frame_id("def f(x):\n    raise ValueError\n"),
+              frame_id("def f(x):\n    raise TypeError\n")}
+    assert len(others) == 5 and one not in others
+
+
+def test_merged_releases_carry_the_frame_with_their_ranges_and_locations():
+    old = extract_module("def f(x):\n    assert x is not None\n", MODULE, version="0.5.22")
+    new = extract_module("import os\n\ndef f(x):\n    assert x is not None\n", MODULE,
+                         version="0.5.23")
+    (merged,) = merge_releases({"0.5.22": old.records, "0.5.23": new.records})
+    assert merged["raisedIn"] == {"path": MODULE, "function": "f",
+                                  "source": "assert x is not None"}
+    assert (merged["sglangVersions"], merged["lineNumber"]) == (["0.5.22..0.5.23"], 4)
+    assert [(x["versions"], x["lineNumber"]) for x in merged["sglangLocations"]] == [
+        ("0.5.22", 2), ("0.5.23", 4)]
+    assert list(merged)[-1] == "schemaVersion"
+
+
+# What the real interpreter prints for a bare site, against the record's `raisedIn`: each snippet
+# is `sglang/srt/foo.py` in a temporary directory, imported (and called) by this `python3`. The
+# multi-line asserts hold for 3.10 and 3.11 (`extract.assert_line`): 3.12 and 3.13 print another
+# line of them.
+TRACEBACK_CASES = [
+    ("one-line assert", '''
+class Scheduler:
+    req_to_token_pool = None
+
+    def get_next_batch_to_run(self):
+        assert self.req_to_token_pool is not None
+''', "Scheduler().get_next_batch_to_run()"),
+    ("multi-line assert: its last comparison's line, though the first one failed", '''
+def check(page_size, chunk):
+    assert (
+        page_size == 1
+        or chunk % page_size == 0
+    )
+''', "check(16, 100)"),
+    ("multi-line assert without a comparison: its first line", '''
+def check(view):
+    assert (
+        isinstance(view, int)
+        and not view
+    )
+''', "check('x')"),
+    ("multi-line assert continued with a backslash, after a form feed line", '''
+\f
+def check(page_size):
+    assert \\
+        page_size > 0
+''', "check(0)"),
+    ("raise ValueError without a message", '''
+def load(fmt):
+    if fmt not in ("pt", "safetensors"):
+        raise ValueError
+''', "load('gguf')"),
+    ("raise ValueError() over lines", '''
+def load(fmt):
+    raise ValueError(
+    )
+''', "load('gguf')"),
+    ("assert in a class body", '''
+class Config:
+    assert __name__ == "__main__"
+''', ""),
+]
+_LAST_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>.+)\n'
+                         r'    (?P<source>.*)$', re.MULTILINE)
+
+
+@pytest.mark.parametrize("name,source,call", TRACEBACK_CASES, ids=[c[0] for c in TRACEBACK_CASES])
+def test_raised_in_is_the_frame_python_prints(tmp_path, name, source, call):
+    """The function, the source line and the line number of the last frame, as printed; and the
+    printed `Class` alone, which `^$` matches after it."""
+    if "multi-line" in name and sys.version_info[:2] not in ((3, 10), (3, 11)):
+        pytest.skip("3.12 prints the statement's first line, 3.13 the test's (assert_line)")
+    (tmp_path / "sglang" / "srt").mkdir(parents=True)
+    (tmp_path / "sglang" / "srt" / "foo.py").write_text(source)
+    (raw,) = [r for r in extract(source).records if "raisedIn" in r]
+    run = subprocess.run([sys.executable, "-c", f"from sglang.srt.foo import *\n{call}"],
+                         cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert run.returncode == 1, run.stderr
+    *_, last = _LAST_FRAME.finditer(run.stderr)
+    printed_class, _, message = run.stderr.rstrip("\n").splitlines()[-1].partition(": ")
+    assert last["path"].endswith("/" + raw["raisedIn"]["path"]), run.stderr
+    assert (last["function"], last["source"], int(last["line"])) == (
+        raw["raisedIn"]["function"], raw["raisedIn"]["source"], raw["lineNumber"]), run.stderr
+    assert printed_class == raw["errorClass"]
+    assert re.search(raw["messagePattern"], message), run.stderr
 
 
 # --- the real source: sglang 0.5.23's srt/arg_groups/mamba_hook.py, copied verbatim ----------
@@ -325,10 +560,16 @@ def test_seed_message_comes_out_of_mamba_hook_with_a_named_capture():
 
 
 def test_every_raise_and_assert_with_a_message_in_mamba_hook_gives_a_record():
+    """…and each of its three bare asserts (lines 133, 135, 140) a frame record."""
     ex = extract_module(MAMBA_HOOK.read_text(), "sglang/srt/arg_groups/mamba_hook.py",
                         version="0.5.23")
     assert (ex.stats.with_message, ex.stats.covered, ex.stats.coverage) == (
-        {"raise": 10, "assert": 6, "log": 1}, {"raise": 10, "assert": 6, "log": 1}, 1.0)
+        {"raise": 10, "assert": 6, "log": 1}, {"raise": 10, "assert": 6, "frame": 3, "log": 1},
+        1.0)
+    assert [(r["lineNumber"], r["raisedIn"]["source"]) for r in ex.records if "raisedIn" in r] == [
+        (133, "assert view.mamba_track_interval >= view.speculative_num_draft_tokens"),
+        (135, "assert view.mamba_track_interval % view.page_size == 0"),
+        (140, "assert mamba_cache_chunk_size is not None")]
 
 
 # --- the shipped catalog ---------------------------------------------------------------------
@@ -381,10 +622,19 @@ def generated_alone():
     return catalog, Engine(catalog.records)
 
 
-def test_no_generated_record_matches_the_empty_string():
+def test_no_generated_record_matches_the_empty_string_but_at_its_frame():
+    """A message record needs text; a frame record matches the bare exception (`^$`), and only
+    at its frame — whose three parts it must have."""
+    frames = 0
     for line in SHIPPED.read_text().splitlines():
-        pattern = json.loads(line)["messagePattern"]
-        assert regex.compile(pattern).search("") is None, pattern
+        rec = json.loads(line)
+        if "raisedIn" in rec:
+            frames += 1
+            assert rec["messagePattern"] == "^$" and all(rec["raisedIn"].values()), rec
+            assert rec["raisedIn"]["path"] == rec["filePath"].removeprefix("python/"), rec
+        else:
+            assert regex.compile(rec["messagePattern"]).search("") is None, rec
+    assert frames > 0
 
 
 # Real launch logs whose traceback does not end at a raise or assert of sglang's own: nothing

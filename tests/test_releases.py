@@ -41,6 +41,9 @@ LORA = "sglang/srt/lora/lora_config.py"
 AUX = "sglang/srt/layers/aux_hidden_states.py"
 PARSE_FAILED = "c77f9013c26b2245"  # logger.warning("Failed to parse added_tokens.json: {e}")
 CAPTURED = "9f2f87c7ddcd4fd1"  # RuntimeError("captured … of … aux hidden states")
+# `raise NotImplementedError()` in `get_lora_config`: no message, a frame record in every release
+NO_DUMMY = record_id("sglang.srt.lora.lora_config", "NotImplementedError",
+                     "frame:get_lora_config:raise NotImplementedError()")
 URL = "https://github.com/sgl-project/sglang/blob/v{}/python/{}#L{}"
 
 
@@ -104,11 +107,20 @@ def test_ranges_and_locations_of_real_releases():
     assert old_assert["githubUrl"] == URL.format("0.5.17", AUX, 46)
     # A template changed in 0.5.23 ({hidden.dtype} → {like.dtype}): one record each.
     shapes = {r["errorMessage"][-14:]: r["sglangVersions"] for r in got.values()
-              if r["errorMessage"].startswith("aux hidden output buffer")}
+              if (r["errorMessage"] or "").startswith("aux hidden output buffer")}
     assert shapes == {"{hidden.dtype}": ["0.5.22"], "} {like.dtype}": ["0.5.23"]}
     # In one release only, between others.
-    (added,) = [r for r in got.values() if r["errorMessage"].startswith("LoRA adapter has")]
+    (added,) = [r for r in got.values()
+                if (r["errorMessage"] or "").startswith("LoRA adapter has")]
     assert added["sglangVersions"] == ["0.5.10"]
+    # A bare raise: one frame record over the eight releases, its frame carried, its line moving.
+    dummy = got[NO_DUMMY]
+    assert (dummy["sglangVersions"], dummy["errorMessage"], dummy["messagePattern"]) == (
+        ["0.5.8..0.5.23"], None, "^$")
+    assert dummy["raisedIn"] == {"path": LORA, "function": "get_lora_config",
+                                 "source": "raise NotImplementedError()"}
+    assert [(x["versions"], x["lineNumber"]) for x in dummy["sglangLocations"]] == [
+        ("0.5.8", 55), ("0.5.10", 83), ("0.5.11..0.5.23", 77)]
     # Every record is the newest release's text but for the versions fields.
     assert all(r["schemaVersion"] == 2 and list(r)[-1] == "schemaVersion" for r in got.values())
 
@@ -221,16 +233,16 @@ def generated(catalog):
 def test_sglang_version_keeps_the_records_of_that_release_at_its_lines(tmp_path):
     base = shipped(tmp_path)
     everything = generated(load_catalog(builtin_dir=base, sglang_version="all"))
-    assert len(everything) == 6
+    assert len(everything) == 7
     one = load_catalog(builtin_dir=base, sglang_version="0.5.10")
     assert not one.issues
     got = generated(one)
-    assert {r.error_message[:24] for r in got.values()} == {
-        "Failed to parse added_to", "LoRA adapter has {self.l"}
+    assert {(r.error_message or r.raised_in.source)[:24] for r in got.values()} == {
+        "Failed to parse added_to", "LoRA adapter has {self.l", "raise NotImplementedErro"}
     assert (got[PARSE_FAILED].line_number, got[PARSE_FAILED].github_url) == (
         113, URL.format("0.5.10", LORA, 113))
     assert set(generated(load_catalog(builtin_dir=base, sglang_version="0.5.21"))) == {
-        PARSE_FAILED, CAPTURED}
+        PARSE_FAILED, CAPTURED, NO_DUMMY}
     # A release between two extracted ones is in the ranges around it.
     assert PARSE_FAILED in generated(load_catalog(builtin_dir=base, sglang_version="0.5.9"))
 
@@ -250,8 +262,8 @@ def test_a_version_outside_the_catalog_is_an_issue_naming_the_covered_range(tmp_
 def test_records_per_release():
     records = merge_releases(extracted(VERSIONS))
     assert records_per_release(records, VERSIONS) == {
-        "0.5.8": 1, "0.5.10": 2, "0.5.11": 1, "0.5.17": 2, "0.5.20": 2, "0.5.21": 2,
-        "0.5.22": 3, "0.5.23": 3}
+        "0.5.8": 2, "0.5.10": 3, "0.5.11": 2, "0.5.17": 3, "0.5.20": 3, "0.5.21": 3,
+        "0.5.22": 4, "0.5.23": 4}
 
 
 def test_list_releases_keeps_final_and_post_releases_in_the_range():
@@ -302,16 +314,17 @@ def test_extract_command_merges_wheels_the_same_in_any_order(tmp_path):
     stats = [p.with_name("sglang.stats.toml").read_text() for p in outs]
     assert stats[0] == stats[1]
     doc = tomllib.loads(stats[0])
-    assert doc["releases"] == VERSIONS and doc["records"] == 6
-    assert doc["release"]["0.5.22"]["records_in_catalog"] == 3
+    # 5 templates: the `captured …` assert and RuntimeError share one; the frame record has none.
+    assert doc["releases"] == VERSIONS and doc["records"] == 7 and doc["templates"] == 5
+    assert doc["release"]["0.5.22"]["records_in_catalog"] == 4
     assert "run0" not in stats[0] and "cache0" not in stats[0]  # no path of this machine
     # `catalog stats` counts records per release from the stats file.
     run = cli("catalog", "stats", str(outs[0]))
     assert run.returncode == 0, run.stderr
     table = run.stdout.split("records per sglang release (8 releases):\n")[1].splitlines()
     assert [line.split() for line in table] == [
-        ["0.5.8", "1"], ["0.5.10", "2"], ["0.5.11", "1"], ["0.5.17", "2"], ["0.5.20", "2"],
-        ["0.5.21", "2"], ["0.5.22", "3"], ["0.5.23", "3"]]
+        ["0.5.8", "2"], ["0.5.10", "3"], ["0.5.11", "2"], ["0.5.17", "3"], ["0.5.20", "3"],
+        ["0.5.21", "3"], ["0.5.22", "4"], ["0.5.23", "4"]]
 
 
 def test_extract_command_rejects_the_same_release_twice(tmp_path):

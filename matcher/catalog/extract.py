@@ -1,4 +1,5 @@
-r"""sglang's own source → catalog records: one per raise, assert and logger call with a message.
+r"""sglang's own source → catalog records: one per raise, assert and logger call with a message,
+and one per bare raise or assert, recognized by the traceback frame that raises it.
 
 `extract_module` is pure: it takes one module's source text and its path inside the package
 (`sglang/srt/arg_groups/mamba_hook.py`) and returns seed-schema v2 records plus the counts that
@@ -18,13 +19,25 @@ What a site's message becomes:
   not this site; a hole that opens such a pattern takes no whitespace (it is a name or a value,
   not a phrase). A variable's message is read from its assignment and the `+=` that follow it.
 
+A site that raises without a message — `assert cond`, `raise ValueError`, `raise ValueError()` —
+prints `AssertionError` (or `ValueError`) alone: nothing in the message says which site failed,
+but the traceback's last frame does. Such a site becomes a frame record: `messagePattern` `^$`,
+no `errorMessage`, and `raisedIn` — the frame as a traceback prints it: the path from `sglang/`
+on, the function's bare name (`co_name`: the innermost `def` or `class`, `<module>` at module
+level) and the one physical line printed under it, stripped: a raise's first line; for an
+assert spread over lines, the line 3.10 and 3.11 print (`assert_line`). Its id is made of that
+function and line instead of a template (`frame:get_next_batch_to_run:assert x is not None`),
+so it too survives a line move; two sites of one module that print the same frame are one
+record. (A class that makes its own message, `raise MyError()`, prints one: its frame record
+then matches nothing, which costs only its place in the catalog.)
+
 What is lost, and counted by reason: messages that are not string templates at all (a variable,
-`str(e)`, a tuple), re-raises, exceptions without a message, and templates whose literal text is
-too short to recognize one site: under the loader's 8 literal characters (`f"{e}"`,
-`f"Error: {e}"`), or without one literal run of 12 characters (`f"{path}.{key} must be {p}"`,
-`f"x.shape={x.shape!r}"`), which among thousands of records would claim other libraries'
-errors. A logger call's message keeps its first line only: a log line's continuation is a line
-of its own in the log.
+`str(e)`, a tuple), re-raises, raises whose message is only in keyword arguments, logger calls
+without a message, and templates whose literal text is too short to recognize one site: under
+the loader's 8 literal characters (`f"{e}"`, `f"Error: {e}"`), or without one literal run of 12
+characters (`f"{path}.{key} must be {p}"`, `f"x.shape={x.shape!r}"`), which among thousands of
+records would claim other libraries' errors. A logger call's message keeps its first line only:
+a log line's continuation is a line of its own in the log.
 """
 
 from __future__ import annotations
@@ -61,10 +74,15 @@ _POSITIONAL_NAME = re.compile(r"arg\d+")
 # Among 16,000 records, `{path}.{key} must be {predicate}` or `x.shape={x.shape!r}` would claim
 # other libraries' errors: a template needs one literal run at least this long to be a site's.
 MIN_LITERAL_RUN = 12
+# A frame record's message: none at all (`AssertionError` printed alone).
+FRAME_PATTERN = "^$"
+# The key under which `Stats.covered` and `Stats.records` count frame records (the sites are
+# counted under "raise" and "assert" in `Stats.sites`, as every site is).
+FRAME = "frame"
 
 
 # Skip reasons, as printed by `catalog extract` and kept in the stats file.
-NO_MESSAGE = "no message"
+NO_MESSAGE = "no message"  # a logger call without arguments; a bare raise or assert is a frame
 RERAISE = "re-raise of an existing exception"
 CALL_RESULT = "raises what a function returns"
 NOT_TEMPLATE = "message is not a string template (variable, call, tuple)"
@@ -73,6 +91,8 @@ SEVERAL_ARGS = "several arguments (printed as a tuple)"
 TOO_VAGUE = "too little literal text (under 8 characters, the loader's minimum)"
 MOSTLY_HOLES = f"mostly holes (no literal run of {MIN_LITERAL_RUN} characters)"
 DUPLICATE = "same message as an earlier site in the module (merged into its record)"
+DUPLICATE_FRAME = ("same frame (function and source line) as an earlier bare site in the module "
+                   "(merged into its record)")
 
 
 # --- the template of one message -----------------------------------------------------------
@@ -340,6 +360,8 @@ class Site:
     condition: str  # the innermost `if` test (or the assert's test) that leads here, "" if none
     parts: list[Part] | None  # the message's template; None: not a string template
     skip: str | None = None  # why no message can be read at all
+    frame: bool = False  # no message at all: recognized by its traceback frame instead
+    code_name: str = "<module>"  # the function's name as a traceback prints it (`co_name`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,26 +516,33 @@ class _Walker(ast.NodeVisitor):
 
     def _site(self, kind: str, line: int, cls: str | None, severity: str,
               parts: list[Part] | None, *, condition: str | None = None,
-              skip: str | None = None) -> None:
+              skip: str | None = None, frame: bool = False) -> None:
         if condition is None:
             condition = self._conditions[-1] if self._conditions else ""
+        # A frame's name is its code object's: the innermost `def` — or `class`, for a statement
+        # in a class body — never dotted; a lambda cannot hold a raise or an assert.
+        code_name = self._functions[-1] if self._functions else "<module>"
         self.sites.append(Site(kind, line, cls, severity, ".".join(self._functions), condition,
-                               parts, skip))
+                               parts, skip, frame, code_name))
 
     def visit_Raise(self, node: ast.Raise) -> None:
         self.generic_visit(node)
         exc = node.exc
         if exc is None or not isinstance(exc, ast.Call):
-            skip = RERAISE if exc is None or not _is_class_name(exc) else NO_MESSAGE
-            self._site("raise", node.lineno, _class_of(exc), "error", None, skip=skip)
+            if exc is None or not _is_class_name(exc):
+                self._site("raise", node.lineno, _class_of(exc), "error", None, skip=RERAISE)
+            else:  # `raise ValueError`: the class alone, printed without a message
+                self._site("raise", node.lineno, _class_of(exc), "error", None, frame=True)
             return
         if not _is_class_name(exc.func):
             self._site("raise", node.lineno, None, "error", None, skip=CALL_RESULT)
             return
         cls = ast.unparse(exc.func)
         if not exc.args:
-            skip = KEYWORD_ONLY if exc.keywords else NO_MESSAGE
-            self._site("raise", node.lineno, cls, "error", None, skip=skip)
+            if exc.keywords:  # the class builds its message from them: no template to read
+                self._site("raise", node.lineno, cls, "error", None, skip=KEYWORD_ONLY)
+            else:
+                self._site("raise", node.lineno, cls, "error", None, frame=True)
             return
         parts = message_parts(exc.args[0], self._resolve)
         several = len(exc.args) > 1 or isinstance(exc.args[0], ast.Starred)
@@ -522,10 +551,14 @@ class _Walker(ast.NodeVisitor):
 
     def visit_Assert(self, node: ast.Assert) -> None:
         self.generic_visit(node)
-        # Python reports a failed assert at its test expression's line.
-        parts = message_parts(node.msg, self._resolve) if node.msg else None
-        self._site("assert", node.test.lineno, "AssertionError", "error", parts,
-                   condition=ast.unparse(node.test), skip=None if node.msg else NO_MESSAGE)
+        line = assert_line(node)
+        condition = ast.unparse(node.test)
+        if node.msg is None:
+            self._site("assert", line, "AssertionError", "error", None,
+                       condition=condition, frame=True)
+            return
+        parts = message_parts(node.msg, self._resolve)
+        self._site("assert", line, "AssertionError", "error", parts, condition=condition)
 
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
@@ -544,6 +577,37 @@ class _Walker(ast.NodeVisitor):
         else:
             parts = message_parts(message, self._resolve)
         self._site("log", node.lineno, None, level, parts)
+
+
+def assert_line(node: ast.Assert) -> int:
+    """The line a traceback shows for a failed assert (its frame's line, and the source printed).
+
+    Python 3.10 and 3.11 report it at the last comparison the test branches on — through
+    `and`/`or`, `not` and `a if c else b`, in the order they are compiled, whichever operand
+    failed — at the comparison's first line; with no such comparison, at the statement's first
+    line. 3.12 always reports the statement's first line (`assert (`), 3.13 the test's first
+    line. They disagree only on an assert spread over lines; this follows 3.10 and 3.11, two of
+    the three of 3.10-3.12 (checked with each interpreter; the extract tests run the one here).
+    """
+    compare = _last_branch_compare(node.test)
+    return compare.lineno if compare is not None else node.lineno
+
+
+def _last_branch_compare(test: ast.expr) -> ast.Compare | None:
+    if isinstance(test, ast.Compare):
+        return test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _last_branch_compare(test.operand)
+    if isinstance(test, ast.BoolOp):
+        branches = list(test.values)
+    elif isinstance(test, ast.IfExp):
+        branches = [test.test, test.body, test.orelse]
+    else:
+        return None  # a call, a name, an attribute…: no branch of its own
+    found = None
+    for branch in branches:
+        found = _last_branch_compare(branch) or found
+    return found
 
 
 def _is_class_name(node: ast.expr) -> bool:
@@ -569,13 +633,18 @@ def _is_logger(node: ast.expr) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """What extraction saw: counts by site kind, and why sites gave no record."""
+    """What extraction saw: counts by site kind, and why sites gave no record.
+
+    A bare raise or assert is a "raise" or "assert" site, without a message; the frame record it
+    gives is counted under "frame" in `covered` and `records`, so "raise" and "assert" there
+    stay the message records that `coverage` is about.
+    """
 
     files: int = 0
     sites: Mapping[str, int] = field(default_factory=dict)  # kind → sites seen
     with_message: Mapping[str, int] = field(default_factory=dict)  # kind → string-message sites
-    covered: Mapping[str, int] = field(default_factory=dict)  # kind → sites that got a record
-    records: Mapping[str, int] = field(default_factory=dict)  # kind → distinct records made
+    covered: Mapping[str, int] = field(default_factory=dict)  # kind or "frame" → sites recognized
+    records: Mapping[str, int] = field(default_factory=dict)  # kind or "frame" → records made
     skipped: Mapping[str, int] = field(default_factory=dict)  # reason → sites
     files_skipped: Mapping[str, int] = field(default_factory=dict)  # reason → files
 
@@ -615,7 +684,7 @@ class Extraction:
     def without(self, ids: Iterable[str], reason: str) -> Extraction:
         """These records left out, and counted under `reason`."""
         drop = set(ids)
-        gone = Counter(r["errorType"] for r in self.records if r["id"] in drop)
+        gone = Counter(record_kind(r) for r in self.records if r["id"] in drop)
         st = self.stats
         return Extraction(
             tuple(r for r in self.records if r["id"] not in drop),
@@ -624,6 +693,18 @@ class Extraction:
                   {**st.skipped, reason: sum(gone.values())} if gone else st.skipped,
                   st.files_skipped),
         )
+
+
+def record_kind(record: Mapping[str, Any]) -> str:
+    """The key a record is counted under in `Stats.records`: "frame", or its `errorType`."""
+    return FRAME if "raisedIn" in record else record["errorType"]
+
+
+def physical_lines(text: str) -> list[str]:
+    """The source's lines as `linecache` reads them for a traceback (universal newlines), so
+    line N here is the line printed for line N; `str.splitlines` would also split at a form
+    feed, which the tokenizer does not count as a line break."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def module_name(path: str) -> str:
@@ -660,8 +741,22 @@ def extract_module(text: str, path: str, *, version: str) -> Extraction:
     made: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     records: dict[str, dict[str, Any]] = {}
+    lines = physical_lines(text)
     for site in sorted(walker.sites, key=lambda s: s.line):
         sites[site.kind] += 1
+        if site.frame:
+            frame = raised_in(site, path, lines)
+            rid = record_id(module, site.error_class or "",
+                            f"frame:{frame['function']}:{frame['source']}")
+            covered[FRAME] += 1
+            if rid in records:
+                records[rid].setdefault("alsoAt", []).append(site.line)
+                skipped[DUPLICATE_FRAME] += 1
+                continue
+            made[FRAME] += 1
+            records[rid] = _record(rid, site, None, FRAME_PATTERN, path, module, version,
+                                   frame=frame)
+            continue
         parts = site.parts
         if parts is None:
             skipped[site.skip or NOT_TEMPLATE] += 1
@@ -695,23 +790,46 @@ def extract_module(text: str, path: str, *, version: str) -> Extraction:
     return Extraction(tuple(records.values()), stats)
 
 
-def _record(rid: str, site: Site, template: str, pattern: str, path: str, module: str,
-            version: str) -> dict[str, Any]:
-    file_path = f"python/{path}"
-    where = f"{path.removeprefix('sglang/')}:{site.line}"
+def raised_in(site: Site, path: str, lines: Sequence[str]) -> dict[str, str]:
+    """The frame a traceback prints for a site: path from `sglang/` on, `co_name`, and the
+    site's line stripped, as `traceback` strips it."""
+    source = lines[site.line - 1].strip() if site.line <= len(lines) else ""
+    return {"path": path, "function": site.code_name, "source": source}
+
+
+def _documentation(site: Site, path: str, *, frame: bool) -> str:
+    where = f"sglang/{path.removeprefix('sglang/')}:{site.line}"
+    fn = f"`{site.function}()`" if site.function else "module-level code"
+    cond = site.condition if len(site.condition) <= 200 else site.condition[:199] + "…"
+    if frame and site.kind == "assert":
+        return (f"{fn} in {where} asserts `{cond}`: the assertion failed, and Python printed no "
+                "message — the traceback's frame (raisedIn) tells the site.")
+    if frame:
+        when = f" when `{cond}`" if cond else ""
+        return (f"{fn} in {where} raises {site.error_class} without a message{when} — the "
+                "traceback's frame (raisedIn) tells the site.")
     what = {"raise": f"raises {site.error_class}", "assert": "asserts",
             "log": f"logs at level {site.severity}"}[site.kind]
-    fn = f"`{site.function}()`" if site.function else "module-level code"
-    doc = f"{fn} in sglang/{where} {what} with this message"
-    if site.condition:
-        cond = site.condition if len(site.condition) <= 200 else site.condition[:199] + "…"
-        doc += (f": the assertion `{cond}` failed" if site.kind == "assert"
-                else f" when `{cond}`")
+    doc = f"{fn} in {where} {what} with this message"
+    if cond:
+        doc += f": the assertion `{cond}` failed" if site.kind == "assert" else f" when `{cond}`"
+    return doc + "."
+
+
+def _record(rid: str, site: Site, template: str | None, pattern: str, path: str, module: str,
+            version: str, *, frame: dict[str, str] | None = None) -> dict[str, Any]:
+    """`template` is None for a frame record: its `frame` (raisedIn) names it instead — by the
+    whole test for an assert, since its printed line may be `assert (` alone."""
+    file_path = f"python/{path}"
+    if frame is None:
+        named_by = (template or "").strip("'\"")
+    else:
+        named_by = f"assert {site.condition}" if site.kind == "assert" else frame["source"]
     parts = PurePosixPath(path).parts
     return {
         "id": rid,
         "repo": REPO,
-        "slug": slugify(template.strip("'\"")) or slugify(module),
+        "slug": slugify(named_by) or slugify(module),
         "errorMessage": template,
         "messagePattern": pattern,
         "errorType": site.kind,
@@ -720,8 +838,10 @@ def _record(rid: str, site: Site, template: str, pattern: str, path: str, module
         "filePath": file_path,
         "lineNumber": site.line,
         "githubUrl": f"{GITHUB}/blob/v{version}/{file_path}#L{site.line}",
-        "documentation": doc + ".",
-        "tags": ["sglang", "generated", site.kind, *parts[1:-1][:2]],
+        **({"raisedIn": frame} if frame is not None else {}),
+        "documentation": _documentation(site, path, frame=frame is not None),
+        "tags": ["sglang", "generated", site.kind, *([FRAME] if frame is not None else []),
+                 *parts[1:-1][:2]],
         "sglangVersions": [version],
         "schemaVersion": 2,
     }
@@ -840,7 +960,8 @@ def stats_toml(stats: Stats, *, version: str, source: str) -> str:
 
     lines = [
         ("# written by `sglang-matcher catalog extract`; coverage = sites_covered / "
-         "sites_with_string_message over raise and assert sites"),
+         "sites_with_string_message over raise and assert sites; \"frame\": bare raise and "
+         "assert sites (no message), recognized by their traceback frame"),
         f"sglang_version = {json.dumps(version)}",
         f"source = {json.dumps(source)}",
         f"files = {stats.files}",

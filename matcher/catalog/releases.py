@@ -286,11 +286,12 @@ def stats_toml(per_release: Sequence[tuple[str, str, str | None, extract.Stats, 
 
     lines = [
         "# written by `sglang-matcher catalog extract`; coverage = sites_covered / "
-        "sites_with_string_message over raise and assert sites, summed over the releases",
+        "sites_with_string_message over raise and assert sites, summed over the releases; "
+        "\"frame\": bare raise and assert sites (no message), recognized by their traceback frame",
         f"command = {json.dumps(command)}",
         f"releases = [{', '.join(json.dumps(v) for v, *_ in per_release)}]",
         f"records = {len(records)}",
-        f"templates = {len({r['errorMessage'] for r in records})}",
+        f"templates = {len({r['errorMessage'] for r in records} - {None})}",  # frames have none
         f"coverage = {round(total.coverage, 4)}",
     ]
     if skipped_releases:
