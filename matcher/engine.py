@@ -94,16 +94,17 @@ class CompiledPattern:
             self._compiled = regex.compile(self.record.message_pattern)
         return self._compiled
 
-    def sort_key(self, on_header: bool, cut: bool = False) -> SortKey:
+    def sort_key(self, on_header: bool, cut: bool = False, literal: int | None = None
+                 ) -> SortKey:
         """Smaller is more specific; `min()` over matches picks the winner. A match of a cut
-        text comes after every whole match of the same kind of target; a match at the frame
-        a record names (`raisedIn`) before every match of its message alone."""
+        text comes after every whole match of the same kind of target. `literal`: the literal
+        length to rank by, when not the record's own (a match at a named frame)."""
         r = self.record
-        return (int(on_header), int(cut), int(r.raised_in is None), -r.literal_length,
+        return (int(on_header), int(cut), -(r.literal_length if literal is None else literal),
                 -LAYER_RANK[r.layer], r.id)
 
 
-SortKey = tuple[int, int, int, int, int, str]
+SortKey = tuple[int, int, int, int, str]
 
 
 @dataclass(slots=True)
@@ -260,9 +261,21 @@ class Engine:
     def _match_framed(self, record: Record, best: dict[int, tuple[SortKey, Match]]) -> None:
         """Records that name the frame raising an exception (`raisedIn`), at the frames that
         identify each exception of the record (`frames.identifying`). Their keys in `best`
-        are negative: they are not among `patterns`."""
+        are negative: they are not among `patterns`.
+
+        A match at its frame ranks just ahead of the best match of the same exception's message
+        alone (it says that, and where): by that match's literal length, plus one. An exception
+        no message record recognized — a bare `assert` — ranks by its own pattern's literal
+        text (none for `^$`): after every message recognized elsewhere in its chain.
+        """
+        by_message: dict[tuple[str, str], int] = {}
+        for _, m in best.values():
+            if not m.on_header and not m.cut:
+                key = (m.error_class, m.message)
+                by_message[key] = max(by_message.get(key, 0), m.pattern.literal_length)
         for exc, frames in zip(record.exceptions, frames_by_exception(record), strict=True):
             target = Target(exc.error_class, exc.message, False)
+            beaten = by_message.get((exc.error_class or "", exc.message))
             for frame in identifying(frames):
                 name = frame.path.rsplit("/", 1)[-1]
                 for j in (*self._framed_by_file.get(name, ()),
@@ -278,7 +291,9 @@ class Engine:
                         pattern = self._framed_compiled[j] = _compile(rec)
                     captures = self._confirm(pattern, exc.message)
                     if captures is not None:
-                        best[key] = (pattern.sort_key(False),
+                        literal = rec.literal_length if beaten is None \
+                            else max(rec.literal_length, beaten + 1)
+                        best[key] = (pattern.sort_key(False, literal=literal),
                                      _match(pattern, captures, record, target, cut=False))
 
     def _match_cut(self, record: Record, targets: list[Target],
