@@ -217,3 +217,16 @@ def test_packed_locations_read_back_as_written():
     for locations in cases:
         assert unpack_locations(pack_locations(locations)) == locations
     assert url not in pack_locations(cases[1])
+
+
+def test_a_frame_records_pattern_vouches_for_no_plain_record(tmp_path, monkeypatch):
+    """`^$` is a bare exception at a frame; in a plain record it matches every line. The
+    checked-pattern cache, filled by the built-in catalog's 9,000 frame records, must not
+    let a user's plain `^$` through."""
+    monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path / "cache"))
+    load_catalog()  # fills the cache with every pattern the built-in layers checked
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps([{"id": "r1", "messagePattern": "^$"}]))
+    catalog = load_catalog(user_paths=[mine])
+    [issue] = [i for i in catalog.issues if i.record_id == "r1"]
+    assert issue.field == "messagePattern" and "empty string" in issue.problem

@@ -135,7 +135,9 @@ def load_catalog(
     checked: dict[str, int] = {}  # every pattern checked, before a version narrows the layer
     for layer, paths in layers:
         result = load_paths(paths, layer, known=known)
-        checked.update((r.message_pattern, r.literal_length) for r in result.records)
+        # (A framed record's pattern was not held to `check_pattern`: `^$` is fine at a frame.)
+        checked.update((r.message_pattern, r.literal_length) for r in result.records
+                       if r.raised_in is None)
         if layer == "generated" and len(paths) > 1:  # one record per site across files
             result = LoadResult(tuple(versions.merge_versions(result.records)), result.issues,
                                 result.files)

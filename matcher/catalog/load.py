@@ -376,7 +376,8 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
             isinstance(value.get(k), str | None) for k in parts):
         bad("raisedIn", 'expected {"path": …, "function": …, "source": …} (strings; any of them)')
         return None
-    frame = RaisedIn(*(value.get(k) or None for k in parts))
+    path, function, source = (value.get(k) or None for k in parts)
+    frame = RaisedIn(_shared(path), _shared(function), source)
     if frame.path is None and frame.source is None:
         bad("raisedIn", "needs a path or a source line: a function name alone is no frame")
         return None

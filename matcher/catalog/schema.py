@@ -34,6 +34,10 @@ class RaisedIn:
     function: str | None = None
     source: str | None = None
 
+    def __reduce__(self) -> tuple[type[RaisedIn], tuple[str | None, str | None, str | None]]:
+        # As for `CatalogRecord`: 9,000 generated frames restored field by field cost 40 ms.
+        return RaisedIn, (self.path, self.function, self.source)
+
     def holds(self, path: str, function: str, source: str) -> bool:
         if self.path is not None and not _same_file(path, self.path):
             return False
