@@ -4,7 +4,10 @@ sglang prints the same traceback once per rank; eight events for one crash is no
 the same pattern with the same captures within `window` seconds collapse into one event that
 lists the ranks; a rank seen twice starts a new occurrence. A consequence (`Received sigquit
 from a child process`) that follows a root cause within the window is attached to it as
-`consequences` instead of standing as a failure of its own. Exceptions no pattern knows become
+`consequences` instead of standing as a failure of its own; so is a record that names the root
+cause it follows (`consequenceOf`) when that cause was the last one reported — the CUDA error a
+kernel's failed device-side assertion makes torch raise — and a repeat of the cause itself that
+names it (the assertion line each GPU thread prints) counts as an occurrence of it. Exceptions no pattern knows become
 `sglang_unknown_error` events with a fingerprint of their message shape.
 
 With `early` (the daemon), a group does not wait for its whole window when nothing more can
@@ -136,6 +139,7 @@ class _Closed:
     ranks: set[str]
     log_t: float | None
     now_t: float
+    pattern_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -203,12 +207,14 @@ class Aggregator:
         out = self._expire(now)
         if match is None and not record.exceptions:
             return out
-        if match is not None and match.pattern.role == "consequence":
+        if match is not None and (match.pattern.role == "consequence"
+                                  or self._follows(match.pattern.consequence_of, t, now)):
             cause = self._last_cause
             if cause is not None and cause.key in self._open and self._within(cause, t, now):
-                text = match.message
-                if text not in cause.consequences:
-                    cause.consequences.append(text)
+                if cause.match is not None and cause.match.pattern.id == match.pattern.id:
+                    cause.occurrences += 1  # the same message again (another GPU thread)
+                elif match.message not in cause.consequences:
+                    cause.consequences.append(match.message)
                 cause.hold(record)
                 return out
             closed_cause = self._closed_cause
@@ -284,9 +290,22 @@ class Aggregator:
             self._now = now
         return self._now
 
+    def _follows(self, causes: tuple[str, ...], t: float | None, now: float) -> bool:
+        """The last root cause reported, within the window, is one of `causes` (ids): the
+        record is part of that failure (`consequenceOf`), not a failure of its own."""
+        if not causes:
+            return False
+        cause = self._last_cause
+        if cause is not None and cause.key in self._open and cause.match is not None:
+            return cause.match.pattern.id in causes and self._within(cause, t, now)
+        closed = self._closed_cause
+        return closed is not None and closed.pattern_id in causes \
+            and self._within(closed, t, now)
+
     def _close_early(self, group: _Group) -> Event:
         was_cause = self._last_cause is group
-        closed = _Closed(set(group.ranks), group.log_t, group.now_t)
+        closed = _Closed(set(group.ranks), group.log_t, group.now_t,
+                         group.match.pattern.id if group.match is not None else None)
         self._closed.pop(group.key, None)  # a new entry goes to the end
         self._closed[group.key] = closed
         if len(self._closed) > self.max_tracked:

@@ -222,7 +222,7 @@ _STR_FIELDS = (
     "slug", "errorMessage", "errorClass", "errorType", "filePath", "githubUrl", "documentation",
     "triggerScenarios", "commonSituations", "exampleFix", "messagePattern", "severity", "role",
 )
-_STR_LIST_FIELDS = ("solutions", "preventionTips", "tags", "sglangVersions")
+_STR_LIST_FIELDS = ("solutions", "preventionTips", "tags", "sglangVersions", "consequenceOf")
 
 
 def validate_record(
@@ -333,6 +333,7 @@ def validate_record(
         examples_no_match=tuple(ex_no),
         literal_length=literal_length,
         raised_in=raised_in,
+        consequence_of=tuple(raw.get("consequenceOf") or ()),
         # The generated layer is our own output, nothing unknown to keep: 15,000 dicts less.
         raw=raw if layer != "generated" else {},
     )

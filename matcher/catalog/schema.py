@@ -88,6 +88,9 @@ class CatalogRecord:
     examples_no_match: tuple[str, ...] = ()
     literal_length: int = 0
     raised_in: RaisedIn | None = None  # set: matched only at that frame (`matcher.frames`)
+    # `consequenceOf`: ids of records this one follows as part of the same failure (itself
+    # included: a message printed once per GPU thread); see `matcher.aggregate`.
+    consequence_of: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __reduce__(self) -> tuple[type[CatalogRecord], tuple[Any, ...]]:
