@@ -20,6 +20,7 @@ from matcher.release import AUTO, catalog_version_setting
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.catalog.check import check_examples
 from matcher.catalog.patterns import MIN_CUT_HEAD, cut_head
+from matcher.catalog.schema import CatalogRecord
 from matcher.decode import INPUT_FORMATS
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
@@ -98,6 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--check", action="store_true",
                        help="validate config and catalog, then exit 0 (ok) or 2")
 
+    fix = sub.add_parser(
+        "fix", help="apply a failure's fix to the command that failed",
+        description="Find the failure in --log (or take --pattern), apply its first way out to "
+                    "the command given after --, and print the corrected command and what "
+                    "changed; other ways out are listed. Exit 0: fixed (or nothing to fix), "
+                    "1: a failure without a fix of its command, 2: usage.")
+    fix.add_argument("launch", nargs="+", metavar="-- COMMAND",
+                     help="the sglang launch command that failed, after --")
+    what = fix.add_mutually_exclusive_group(required=True)
+    what.add_argument("--log", metavar="FILE", help="the log of the failed launch")
+    what.add_argument("--pattern", metavar="ID", help="a catalog record id (or slug)")
+    fix.add_argument("--way", type=int, default=1, metavar="N",
+                     help="apply the Nth way out instead of the first")
+    fix.add_argument("--format", choices=("text", "json"), default="text")
+    _catalog_args(fix)
+
     explain = sub.add_parser("explain", help="show one catalog record and its remediation")
     explain.add_argument("id", help="a pattern id (or slug)")
     _catalog_args(explain)
@@ -167,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_watch(args)
         if args.command == "explain":
             return cmd_explain(args.id, _load(args), sys.stdout)
+        if args.command == "fix":
+            return cmd_fix(args, _load(args), sys.stdout)
         if args.command == "catalog" and args.catalog_command == "lint":
             return cmd_lint(args.paths, sys.stdout)
         if args.command == "catalog" and args.catalog_command == "test":
@@ -263,6 +282,20 @@ def _load(args: argparse.Namespace) -> Catalog:
 def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
              input_format: str = "auto", err: TextIO | None = None,
              sglang_version: str = AUTO) -> int:
+    dicts, lines = scan_events(inputs, catalog, input_format=input_format, err=err,
+                               sglang_version=sglang_version)
+    if fmt == "json":
+        for d in dicts:
+            out.write(json.dumps(d, ensure_ascii=False) + "\n")
+    else:
+        out.write(render(dicts, inputs=list(inputs), lines=lines))
+    return exit_code(dicts)
+
+
+def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = "auto",
+                err: TextIO | None = None, sglang_version: str = AUTO
+                ) -> tuple[list[dict[str, Any]], int]:
+    """The events of saved logs, redacted, in log order; and the number of lines read."""
     engine = Engine(catalog.records)
     pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
                         sglang_version=sglang_version)
@@ -289,12 +322,7 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
         print(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} format, "
               "read as plain text", file=err or sys.stderr)
     dicts = [event_dict(e, redactor) for e in sorted(events, key=_event_order(inputs))]
-    if fmt == "json":
-        for d in dicts:
-            out.write(json.dumps(d, ensure_ascii=False) + "\n")
-    else:
-        out.write(render(dicts, inputs=list(inputs), lines=pipeline.stats.lines))
-    return exit_code(dicts)
+    return dicts, pipeline.stats.lines
 
 
 def _event_order(inputs: Sequence[str]) -> Any:
@@ -302,11 +330,73 @@ def _event_order(inputs: Sequence[str]) -> Any:
     return lambda e: (order.get(e.source, 0), e.offset)
 
 
-def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:
+def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
+    """`fix`: the failure of `--log` (its first root cause) or `--pattern`, its first way out
+    (or `--way N`) applied to the command."""
+    from matcher.fix import apply
+
+    command = list(args.launch)
+    if args.pattern is not None:
+        rec = _record(catalog, args.pattern)
+        failure = f"{rec.id} ({rec.slug})"
+    else:
+        events, _ = scan_events([args.log], catalog, sglang_version=args.sglang_version or AUTO)
+        causes = [e for e in events if e.get("role") != "consequence"
+                  and e.get("severity") in ("critical", "error")]
+        if not causes:
+            out.write(f"no failure found in {args.log}: nothing to fix\n")
+            return EXIT_OK
+        known = [e for e in causes if e.get("pattern_id")]
+        if not known:
+            out.write(f"{args.log}: {causes[0]['error_class']}: {causes[0]['message'][:200]}\n"
+                      "no catalog record knows this failure: no fix to apply\n")
+            return EXIT_FOUND
+        first = next((e for e in known if catalog.by_id(e["pattern_id"]).fix_actions), known[0])
+        rec = catalog.by_id(first["pattern_id"])
+        failure = f"{rec.id} ({rec.slug}): {first['message'].splitlines()[0][:200]}"
+    ways = rec.fix_actions
+    if not ways:
+        out.write(f"failure: {failure}\n{rec.id} says how to fix it in words only:\n")
+        out.write("".join(f"  - {s}\n" for s in rec.solutions) or "  (no solutions given)\n")
+        return EXIT_FOUND
+    if not 1 <= args.way <= len(ways):
+        raise UsageError(f"--way {args.way}: {rec.id} has {len(ways)} ways out")
+    fixed = apply(command, ways[args.way - 1])
+    if args.format == "json":
+        out.write(json.dumps({
+            "pattern_id": rec.id, "way": args.way, "ways": len(ways),
+            "steps": list(fixed.steps), "command": list(fixed.argv), "removed": list(fixed.removed),
+            "added": list(fixed.added), "before": list(fixed.before),
+            "placeholders": list(fixed.placeholders),
+            "other_ways": [[a.describe() for a in w] for n, w in enumerate(ways, 1)
+                           if n != args.way]}, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    lines = [f"failure: {failure}",
+             f"fix {args.way} of {len(ways)}: " + "; ".join(fixed.steps)]
+    lines += [f"  - {w}" for w in fixed.removed] + [f"  + {w}" for w in fixed.added]
+    if fixed.before:
+        lines += ["first run:"] + [f"  {c}" for c in fixed.before]
+    lines += ["corrected command:", f"  {fixed.command}"]
+    if fixed.placeholders:
+        lines.append("fill in before running: " + ", ".join(fixed.placeholders))
+    others = [(n, w) for n, w in enumerate(ways, 1) if n != args.way]
+    if others:
+        lines.append("other ways out (--way N):")
+        lines += [f"  {n}. " + "; ".join(a.describe() for a in w) for n, w in others]
+    out.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _record(catalog: Catalog, record_id: str) -> CatalogRecord:
     rec = catalog.by_id(record_id) or next(
         (r for r in catalog.records if r.slug == record_id), None)
     if rec is None:
         raise UsageError(f"no catalog record with id or slug {record_id!r}")
+    return rec
+
+
+def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:
+    rec = _record(catalog, record_id)
     lines = [
         f"{rec.id}  {rec.slug}",
         f"  layer: {rec.layer}   severity: {rec.severity}   class: {rec.error_class or '-'}"

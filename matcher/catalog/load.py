@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import json
 import os
 import pickle
@@ -25,9 +26,11 @@ import yaml
 
 from matcher.catalog.patterns import MIN_LITERAL_CHARS, analyze, pattern_from_template
 from matcher.catalog.schema import (
+    FIX_OPS,
     ROLES,
     SEVERITIES,
     CatalogRecord,
+    FixAction,
     Layer,
     RaisedIn,
     pack_locations,
@@ -274,6 +277,7 @@ def validate_record(
                     bad(f"examples.{key}", "expected a list of strings")
 
     raised_in = _raised_in(raw.get("raisedIn"), bad)
+    fix_actions = _fix_actions(raw.get("fixActions"), bad)
     pattern = raw.get("messagePattern")
     message = raw.get("errorMessage")
     pattern_field = "messagePattern"
@@ -334,6 +338,7 @@ def validate_record(
         literal_length=literal_length,
         raised_in=raised_in,
         consequence_of=tuple(raw.get("consequenceOf") or ()),
+        fix_actions=fix_actions,
         # The generated layer is our own output, nothing unknown to keep: 15,000 dicts less.
         raw=raw if layer != "generated" else {},
     )
@@ -387,6 +392,57 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
                              "(`sglang/srt/managers/scheduler.py`)")
         return None
     return frame
+
+
+_FIX_KEYS = {"remove": {"flag", "aliases"}, "add": {"flag", "aliases"},
+             "set": {"flag", "value", "aliases", "oneOf", "range"},
+             "env": {"name", "value"}, "install": {"value"}}
+_FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+def _fix_actions(value: Any, bad: Any) -> tuple[tuple[FixAction, ...], ...]:
+    """`fixActions`: `[[{"op": "remove", "flag": "--x"}, …], …]` — ways out, each its steps."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(w, list) and w for w in value):
+        bad("fixActions", "expected a list of ways out, each a non-empty list of steps "
+                          '([[{"op": "remove", "flag": "--x"}], …])')
+        return ()
+    ways = []
+    for i, way in enumerate(value):
+        steps = []
+        for j, step in enumerate(way):
+            where = f"fixActions[{i}][{j}]"
+            op = step.get("op") if isinstance(step, dict) else None
+            if op not in FIX_OPS:
+                bad(where, f"op {op!r} is not one of {', '.join(FIX_OPS)}")
+                return ()
+            extra = set(step) - {"op"} - _FIX_KEYS[op]
+            if extra:
+                bad(where, f"{op}: unknown keys {', '.join(sorted(extra))} (it takes "
+                           f"{', '.join(sorted(_FIX_KEYS[op]))})")
+                return ()
+            flags = [step.get("flag"), *(step.get("aliases") or [])] if op in (
+                "remove", "add", "set") else []
+            if not all(isinstance(f, str) and _FLAG.fullmatch(f) for f in flags):
+                bad(where, f"{op}: flags are written --like-this: {flags!r}")
+                return ()
+            if op in ("set", "env", "install") and not isinstance(step.get("value"), str):
+                bad(where, f"{op}: needs a string value")
+                return ()
+            if op == "env" and not isinstance(step.get("name"), str):
+                bad(where, "env: needs the variable's name")
+                return ()
+            one_of = step.get("oneOf") or []
+            if not (isinstance(one_of, list) and all(isinstance(v, str) for v in one_of)) or \
+                    not isinstance(step.get("range"), str | None):
+                bad(where, "set: oneOf is a list of strings, range a string")
+                return ()
+            steps.append(FixAction(op, step.get("flag"), step.get("value"),
+                                   tuple(step.get("aliases") or ()), tuple(one_of),
+                                   step.get("range"), step.get("name")))
+        ways.append(tuple(steps))
+    return tuple(ways)
 
 
 # A framed record without a messagePattern takes any message its class prints there.

@@ -20,6 +20,61 @@ ROLES = ("cause", "consequence")
 Location = tuple[str, str | None, int | None, str | None]
 
 
+FIX_OPS = ("remove", "add", "set", "env", "install")
+
+
+@dataclass(frozen=True, slots=True)
+class FixAction:
+    """One step of a way out (`fixActions`), applied to the launch command or its environment.
+
+    `remove` a flag (and its value), `add` a value-less switch, `set` a flag's value (`one_of`:
+    the allowed values, `range`: their range as text; a value in angle brackets is a
+    placeholder the operator fills in), `env` a variable, `install` a pip requirement (in
+    `value`).
+    """
+
+    op: str
+    flag: str | None = None
+    value: str | None = None
+    aliases: tuple[str, ...] = ()
+    one_of: tuple[str, ...] = ()
+    range: str | None = None
+    name: str | None = None  # env
+
+    def __reduce__(self) -> tuple[type[FixAction], tuple[Any, ...]]:
+        return FixAction, (self.op, self.flag, self.value, self.aliases, self.one_of, self.range,
+                           self.name)
+
+    @property
+    def placeholder(self) -> bool:
+        """The value is for the operator to choose (`<a local model dir>`)."""
+        return self.value is not None and self.value.startswith("<") and self.value.endswith(">")
+
+    def describe(self) -> str:
+        """`remove --radix-cache-backend`, `set --swa-full-tokens-ratio 0.8 (in (0, 1.0])`."""
+        if self.op == "env":
+            return f"set the environment variable {self.name}={self.value}"
+        if self.op == "install":
+            return f"install {self.value} (pip install '{self.value}')"
+        if self.op in ("remove", "add"):
+            return f"{self.op} {self.flag}"
+        text = f"set {self.flag} {self.value}"
+        if self.one_of:
+            text += f" (one of {', '.join(self.one_of)})"
+        if self.range:
+            text += f" (in {self.range})"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op}
+        for key, value in (("flag", self.flag), ("name", self.name), ("value", self.value),
+                           ("aliases", list(self.aliases)), ("oneOf", list(self.one_of)),
+                           ("range", self.range)):
+            if value:
+                out[key] = value
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class RaisedIn:
     """`raisedIn`: the traceback frame that raises a record's exception, for messages that do
@@ -91,6 +146,8 @@ class CatalogRecord:
     # `consequenceOf`: ids of records this one follows as part of the same failure (itself
     # included: a message printed once per GPU thread); see `matcher.aggregate`.
     consequence_of: tuple[str, ...] = ()
+    # `fixActions`: the ways out, each a sequence of steps (`FixAction`), first the preferred.
+    fix_actions: tuple[tuple[FixAction, ...], ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __reduce__(self) -> tuple[type[CatalogRecord], tuple[Any, ...]]:
@@ -140,6 +197,8 @@ class CatalogRecord:
             "solutions": list(self.solutions),
             "example_fix": self.example_fix,
             "url": self.github_url,
+            **({"fix_actions": [[a.as_dict() for a in way] for way in self.fix_actions]}
+               if self.fix_actions else {}),
         }
 
 

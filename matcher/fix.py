@@ -1,0 +1,110 @@
+"""A failure's fix applied to the command that failed: `sglang-matcher fix`.
+
+A catalog record's `fixActions` are its ways out, each a sequence of steps (`FixAction`):
+remove a flag, add a switch, set a flag's value, set an environment variable, install a
+package. `apply` performs one way on a launch command given as its words (`argv`) and says what
+changed. Pure: nothing here runs the command or installs anything.
+
+How a command is read, as argparse reads sglang's: words before the first `--flag` are the
+program (`python -m sglang.launch_server`, or `NAME=value` assignments and then the program); a
+flag's value is written `--flag=v` or as the words after it up to the next `--flag` (a
+`--cuda-graph-bs 1 2 4` list included). A flag is known by any of its spellings (`aliases`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matcher.catalog.schema import FixAction
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """A command after one way out: its words, what was taken out and put in, what to run
+    before it (`pip install …`), and whether a value is left for the operator to choose."""
+
+    argv: tuple[str, ...]
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+    before: tuple[str, ...]
+    placeholders: tuple[str, ...]
+    steps: tuple[str, ...]
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """The words before the first flag, and each flag with its value words."""
+    head: list[str] = []
+    groups: list[list[str]] = []
+    for word in argv:
+        if word.startswith("--") and len(word) > 2:
+            groups.append([word])
+        elif groups:
+            groups[-1].append(word)
+        else:
+            head.append(word)
+    return head, groups
+
+
+def _name(group: list[str]) -> str:
+    return group[0].split("=", 1)[0]
+
+
+def apply(argv: Sequence[str], way: Sequence[FixAction]) -> Fixed:
+    """`argv` with the steps of one way out performed, in order."""
+    head, groups = _split(argv)
+    removed: list[str] = []
+    added: list[str] = []
+    before: list[str] = []
+    placeholders: list[str] = []
+    for step in way:
+        names = {step.flag, *step.aliases} if step.flag else set()
+        if step.op == "remove":
+            for group in [g for g in groups if _name(g) in names]:
+                groups.remove(group)
+                removed.append(shlex.join(group))
+        elif step.op == "add":
+            if not any(_name(g) in names for g in groups):
+                groups.append([step.flag or ""])
+                added.append(step.flag or "")
+        elif step.op == "set":
+            value = step.value or ""
+            new = [step.flag or "", value]
+            found = [i for i, g in enumerate(groups) if _name(g) in names]
+            for i in found[1:]:  # a flag given twice: argparse keeps the last; keep one
+                removed.append(shlex.join(groups[i]))
+            if found:
+                old = groups[found[0]]
+                if old != new:
+                    removed.append(shlex.join(old))
+                    added.append(shlex.join(new))
+                groups = [g for i, g in enumerate(groups) if i not in found[1:]]
+                groups[found[0]] = new
+            else:
+                groups.append(new)
+                added.append(shlex.join(new))
+            if step.placeholder:
+                placeholders.append(f"{step.flag} {value}")
+        elif step.op == "env":
+            assignment = f"{step.name}={step.value}"
+            kept = [w for w in head if not w.startswith(f"{step.name}=")]
+            removed += [w for w in head if w.startswith(f"{step.name}=") and w != assignment]
+            if assignment not in head:
+                added.append(assignment)
+            lead = 0
+            while lead < len(kept) and _ASSIGNMENT.match(kept[lead]):
+                lead += 1
+            head = kept[:lead] + ([assignment] if assignment not in kept else []) + kept[lead:]
+        elif step.op == "install":
+            before.append(f"pip install {shlex.quote(step.value or '')}")
+    out = tuple(head + [w for g in groups for w in g])
+    return Fixed(out, tuple(removed), tuple(added), tuple(before), tuple(placeholders),
+                 tuple(s.describe() for s in way))
