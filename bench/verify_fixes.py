@@ -128,7 +128,7 @@ def main() -> int:
             print(f"{name:40} no fixActions for its failure", flush=True)
             continue
         record = catalog.by_id(chosen["pattern_id"])
-        fixed = apply(argv, record.fix_actions[0])
+        fixed = apply(argv, record.fix_actions[0], chosen.get("captures") or {})
         row.update(failure=record.id, slug=record.slug, steps=list(fixed.steps),
                    fixed_command=list(fixed.argv))
         if fixed.placeholders or fixed.before:

@@ -333,9 +333,10 @@ def _event_order(inputs: Sequence[str]) -> Any:
 def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
     """`fix`: the failure of `--log` (its first root cause) or `--pattern`, its first way out
     (or `--way N`) applied to the command."""
-    from matcher.fix import apply
+    from matcher.fix import NeedsCaptures, apply
 
     command = list(args.launch)
+    captures: dict[str, str] = {}
     if args.pattern is not None:
         rec = _record(catalog, args.pattern)
         failure = f"{rec.id} ({rec.slug})"
@@ -353,6 +354,7 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
             return EXIT_FOUND
         first = next((e for e in known if catalog.by_id(e["pattern_id"]).fix_actions), known[0])
         rec = catalog.by_id(first["pattern_id"])
+        captures = first.get("captures") or {}
         failure = f"{rec.id} ({rec.slug}): {first['message'].splitlines()[0][:200]}"
     ways = rec.fix_actions
     if not ways:
@@ -361,7 +363,10 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
         return EXIT_FOUND
     if not 1 <= args.way <= len(ways):
         raise UsageError(f"--way {args.way}: {rec.id} has {len(ways)} ways out")
-    fixed = apply(command, ways[args.way - 1])
+    try:
+        fixed = apply(command, ways[args.way - 1], captures)
+    except NeedsCaptures as e:
+        raise UsageError(str(e)) from e
     if args.format == "json":
         out.write(json.dumps({
             "pattern_id": rec.id, "way": args.way, "ways": len(ways),

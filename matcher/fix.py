@@ -58,8 +58,37 @@ def _name(group: list[str]) -> str:
     return group[0].split("=", 1)[0]
 
 
-def apply(argv: Sequence[str], way: Sequence[FixAction]) -> Fixed:
-    """`argv` with the steps of one way out performed, in order."""
+class NeedsCaptures(ValueError):
+    """A step names a flag by a capture (`{arguments}`) and the failure's captures lack it."""
+
+
+_CAPTURE = re.compile(r"\{([A-Za-z_]\w*)\}")
+
+
+def _resolve(step: FixAction, captures: dict[str, str]) -> list[FixAction]:
+    """A step whose flag is a capture (`{argument}`: argparse's `--tp-size/--tensor-parallel-
+    size`; `{arguments}`: `--a --b`) as steps on the flags the log named."""
+    m = _CAPTURE.fullmatch(step.flag or "")
+    if m is None:
+        return [step]
+    text = captures.get(m.group(1))
+    if not text:
+        raise NeedsCaptures(f"{step.describe()}: the flag is the failure's {m.group(1)!r}: "
+                            "give the log of the failure (--log)")
+    out = []
+    for word in text.split():
+        names = [n for n in word.split("/") if n.startswith("-")]
+        if names:
+            out.append(FixAction(step.op, names[0], step.value, (*names[1:], *step.aliases),
+                                 step.one_of, step.range, step.name))
+    return out
+
+
+def apply(argv: Sequence[str], way: Sequence[FixAction],
+          captures: dict[str, str] | None = None) -> Fixed:
+    """`argv` with the steps of one way out performed, in order; `captures`: the failure's,
+    for steps that name their flag by a capture."""
+    way = [s for step in way for s in _resolve(step, captures or {})]
     head, groups = _split(argv)
     removed: list[str] = []
     added: list[str] = []

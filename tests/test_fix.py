@@ -161,3 +161,24 @@ def test_events_carry_the_ways_out(seed_with_fix):
     assert event["remediation"]["fix_actions"] == [
         [{"op": "remove", "flag": "--radix-cache-backend"}],
         [{"op": "remove", "flag": "--enable-int8-mamba-checkpoint"}]]
+
+
+def test_a_step_may_name_its_flag_by_what_the_log_says():
+    """argparse names the flag in its message: `{arguments}` and `{argument}` are the record's
+    captures, resolved from the real log of each launch (the built-in records)."""
+    unrecognized = command_of("argparse_unrecognized")
+    run = fix("--log", str(LAUNCH / "argparse_unrecognized.log"), "--format", "json", "--",
+              *unrecognized)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["command"] == [w for w in unrecognized if w != "--no-such-flag"]
+    assert out["removed"] == ["--no-such-flag"]
+    invalid = command_of("argparse_invalid_int")
+    run = fix("--log", str(LAUNCH / "argparse_invalid_int.log"), "--format", "json", "--",
+              *invalid)
+    out = json.loads(run.stdout)
+    assert "two" not in out["command"] and len(out["placeholders"]) == 1
+    assert out["placeholders"][0].startswith(("--tp-size ", "--tensor-parallel-size "))
+    # without the log there is nothing to name the flag with
+    by_id = fix("--pattern", out["pattern_id"], "--", *invalid)
+    assert by_id.returncode == 2 and "--log" in by_id.stderr

@@ -397,7 +397,9 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
 _FIX_KEYS = {"remove": {"flag", "aliases"}, "add": {"flag", "aliases"},
              "set": {"flag", "value", "aliases", "oneOf", "range"},
              "env": {"name", "value"}, "install": {"value"}}
-_FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*")
+# A flag as written, or the name of a capture holding it (`{arguments}`: argparse names the
+# flag in its message).
+_FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*|\{[A-Za-z_]\w*\}")
 
 
 def _fix_actions(value: Any, bad: Any) -> tuple[tuple[FixAction, ...], ...]:
@@ -425,7 +427,7 @@ def _fix_actions(value: Any, bad: Any) -> tuple[tuple[FixAction, ...], ...]:
             flags = [step.get("flag"), *(step.get("aliases") or [])] if op in (
                 "remove", "add", "set") else []
             if not all(isinstance(f, str) and _FLAG.fullmatch(f) for f in flags):
-                bad(where, f"{op}: flags are written --like-this: {flags!r}")
+                bad(where, f"{op}: flags are written --like-this (or {{capture}}): {flags!r}")
                 return ()
             if op in ("set", "env", "install") and not isinstance(step.get("value"), str):
                 bad(where, f"{op}: needs a string value")
