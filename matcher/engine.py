@@ -162,8 +162,7 @@ class Engine:
             if name is not None:
                 self._framed_by_file.setdefault(name, []).append(j)
             else:
-                source = " ".join((r.raised_in.source or "").split())
-                self._framed_by_source.setdefault(source, []).append(j)
+                self._framed_by_source.setdefault(r.raised_in.source or "", []).append(j)
         self.stats = EngineStats()
         self._timeouts_by_id: dict[str, int] = {}
         self._cut_timeouts_by_id: dict[str, int] = {}

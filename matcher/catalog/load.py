@@ -383,6 +383,8 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
         bad("raisedIn", 'expected {"path": …, "function": …, "source": …} (strings; any of them)')
         return None
     path, function, source = (value.get(k) or None for k in parts)
+    if source is not None:
+        source = " ".join(source.split()) or None  # as `matcher.frames` reads a frame's line
     frame = RaisedIn(_shared(path), _shared(function), source)
     if frame.path is None and frame.source is None:
         bad("raisedIn", "needs a path or a source line: a function name alone is no frame")

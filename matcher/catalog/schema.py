@@ -82,7 +82,8 @@ class RaisedIn:
 
     Each part that is set must agree with the frame: `path` is a suffix of the printed path at
     a `/` (`sglang/srt/managers/scheduler.py`), `function` the name after `, in `, `source` the
-    line printed under the frame, compared with runs of whitespace made one space.
+    line printed under the frame, its runs of whitespace made one space (by the loader, as
+    `matcher.frames` does for the frame read from a log).
     """
 
     path: str | None = None
@@ -98,7 +99,7 @@ class RaisedIn:
             return False
         if self.function is not None and function != self.function:
             return False
-        return self.source is None or " ".join(self.source.split()) == source
+        return self.source is None or self.source == source
 
     @property
     def file_name(self) -> str | None:
