@@ -184,16 +184,23 @@ LAUNCH_ROOT_CAUSES = [
     ("quant_communications_tp1", "communications-quantization-is-only-used-with-tp"),
     ("reasoning_parser_invalid", "reasoning-parser-invalid-choice"),
     ("response_store_disagg", "enable-response-store-is-not-supported-with-disa"),
+    ("retraction_policy_priority", "retraction-policy-priority-requires-enable-prior"),
+    ("sampling_mask_max_tokens_zero", "sampling-mask-max-tokens-must-be-positive-got-cf"),
+    ("schedule_conservativeness_negative", "schedule-conservativeness-must-be-non-negative"),
     ("scheduler_vllm_missing_api_key", "missing-python-module"),
+    ("served_model_name_colon", "served-model-name-cannot-contain-a-colon-charact"),
     ("spec_block_verification_ngram", "speculative-block-verification-unsupported-algorithm"),
     ("spec_disagg_decode_radix", "disaggregation-decode-radix-cache-speculative"),
     ("spec_ngram_dp_attention", "ngram-speculative-dp-attention"),
     ("spec_ngram_mamba_no_nvidia_driver", "no-nvidia-driver"),
     ("spec_sink_without_window", "speculative-draft-sink-size-requires-window"),
     ("swa_ratio_out_of_range", "swa-full-tokens-ratio-out-of-range"),
+    ("tokenizer_worker_num_zero", "tokenizer-worker-num-must-1"),
     ("trtllm_mha_cpu", "trtllm-mha-prefill-unsupported-gpu"),
     ("trtllm_mha_decode_cpu", "trtllm-mha-decode-unsupported-gpu"),
+    ("two_batch_overlap_no_dp", "when-enabling-two-batch-overlap-without-an-ep-a2"),
     ("unsupported_architecture", "transformers-backend-model-class-not-found"),
+    ("watermark_requires_cuda", "enable-watermark-requires-device-cuda-got-cfg-de"),
 ]
 
 
