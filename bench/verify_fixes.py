@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from matcher.catalog import load_catalog  # noqa: E402
 from matcher.cli import scan_events  # noqa: E402
-from matcher.fix import apply  # noqa: E402
+from matcher.catalog.server_args import ServerArgsTable, default_path, flags_of  # noqa: E402
+from matcher.fix import apply, choose  # noqa: E402
 
 _MODEL_DIR = re.compile(r"/tmp/sgmodel/(?P<name>[\w.-]+)")
 _TOKENIZER = """
@@ -92,6 +93,24 @@ def launch(argv: list[str], python: str, timeout: float, log: Path) -> tuple[int
     return code, time.monotonic() - start
 
 
+def fill_placeholders(way: Any, flags: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    """A way's `<placeholder>` values replaced by the flag's default in sglang 0.5.23 (when it
+    has one): what an operator who drops their bad value gets."""
+    from dataclasses import replace
+
+    out, filled = [], []
+    for step in way:
+        spec = flags.get(step.flag or "")
+        if step.placeholder and spec is not None and spec.default is not None \
+                and spec.switch is None:
+            value = str(spec.default).lower() if isinstance(spec.default, bool) \
+                else str(spec.default)
+            step = replace(step, value=value)
+            filled.append(f"{step.flag} {value} (its default)")
+        out.append(step)
+    return out, filled
+
+
 def first_cause(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     causes = [e for e in events if e.get("role") != "consequence" and e.get("pattern_id")
               and e.get("severity") in ("critical", "error")]
@@ -111,6 +130,7 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     prepare_models(args.python)
     catalog = load_catalog()
+    flags = flags_of(ServerArgsTable.load(default_path()).at("0.5.23").values())
     results = []
     for cmd in sorted(LAUNCH.glob("*.cmd")):
         name = cmd.stem
@@ -128,9 +148,14 @@ def main() -> int:
             print(f"{name:40} no fixActions for its failure", flush=True)
             continue
         record = catalog.by_id(chosen["pattern_id"])
-        fixed = apply(argv, record.fix_actions[0], chosen.get("captures") or {})
-        row.update(failure=record.id, slug=record.slug, steps=list(fixed.steps),
-                   fixed_command=list(fixed.argv))
+        way, fixed = choose(argv, record.fix_actions, chosen.get("captures") or {})
+        filled = []
+        if fixed.placeholders:  # the operator's value: try the flag's default where it has one
+            steps, filled = fill_placeholders(record.fix_actions[way - 1], flags)
+            if not [s for s in steps if s.placeholder]:
+                fixed = apply(argv, steps, chosen.get("captures") or {})
+        row.update(failure=record.id, slug=record.slug, way=way, steps=list(fixed.steps),
+                   fixed_command=list(fixed.argv), **({"filled": filled} if filled else {}))
         if fixed.placeholders or fixed.before:
             row.update(status="needs the operator", placeholders=list(fixed.placeholders),
                        before=list(fixed.before))

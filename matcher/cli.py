@@ -110,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     what = fix.add_mutually_exclusive_group(required=True)
     what.add_argument("--log", metavar="FILE", help="the log of the failed launch")
     what.add_argument("--pattern", metavar="ID", help="a catalog record id (or slug)")
-    fix.add_argument("--way", type=int, default=1, metavar="N",
-                     help="apply the Nth way out instead of the first")
+    fix.add_argument("--way", type=int, default=None, metavar="N",
+                     help="apply the Nth way out (default: the first that changes this "
+                          "command and leaves no value to fill in)")
     fix.add_argument("--format", choices=("text", "json"), default="text")
     _catalog_args(fix)
 
@@ -132,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                                           "and records per sglang release")
     stats.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                        help="catalog files or directories (default: the built-in catalog)")
+    stats.add_argument("--unevaluable", action="store_true",
+                       help="also list the records whose guard reads server arguments and that "
+                            "have no proven flag change, with why and the condition")
     extract = csub.add_parser(
         "extract", help="make a catalog from sglang's source: one record per raise/assert/log site")
     where = extract.add_mutually_exclusive_group(required=True)
@@ -162,6 +166,26 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--curated", type=Path, metavar="DIR",
                          help="leave out generated records that would take the example lines "
                               "of a record here (the built-in catalog's sglang/curated)")
+    extract.add_argument("--server-args", type=Path, metavar="FILE",
+                         help="each release's flags, for the fixes derived from guard "
+                              "conditions (default: the built-in sglang/generated/"
+                              "server-args.json.gz; written by `catalog server-args`)")
+    sargs = csub.add_parser(
+        "server-args", help="read each sglang release's flags (spellings, defaults, choices, "
+                            "help) from its own argparse parser, for `catalog extract`")
+    swhere = sargs.add_mutually_exclusive_group(required=True)
+    swhere.add_argument("--wheel", type=Path, metavar="FILE", action="append",
+                        help="an sglang wheel; repeat it for several releases")
+    swhere.add_argument("--versions", metavar="A..B",
+                        help="every release from A to B, fetched as `catalog extract` does")
+    sargs.add_argument("--python", required=True, metavar="PY",
+                       help="a Python with sglang's dependencies installed (torch, transformers, "
+                            "…): each release's parser is built by it")
+    sargs.add_argument("--wheel-dir", type=Path, metavar="DIR",
+                       help="where --versions keeps the wheels (as for `catalog extract`)")
+    sargs.add_argument("--jobs", type=int, metavar="N", help="releases read at once "
+                                                             "(default: the CPU count)")
+    sargs.add_argument("-o", "--output", type=Path, metavar="OUT.json.gz", required=True)
     export = csub.add_parser(
         "export", help="the catalog's patterns for grep -E -f (POSIX ERE) or as an mtail program")
     export.add_argument("--dialect", choices=("grep", "mtail"), required=True)
@@ -191,9 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "catalog" and args.catalog_command == "test":
             return cmd_test(args.paths, sys.stdout)
         if args.command == "catalog" and args.catalog_command == "stats":
-            return cmd_stats(args.paths, sys.stdout)
+            return cmd_stats(args.paths, sys.stdout, unevaluable=args.unevaluable)
         if args.command == "catalog" and args.catalog_command == "extract":
             return cmd_extract(args, sys.stdout)
+        if args.command == "catalog" and args.catalog_command == "server-args":
+            return cmd_server_args(args, sys.stdout)
         if args.command == "catalog" and args.catalog_command == "export":
             return cmd_export(args.dialect, args.paths, args.output, sys.stdout)
     except UsageError as e:
@@ -333,7 +359,7 @@ def _event_order(inputs: Sequence[str]) -> Any:
 def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
     """`fix`: the failure of `--log` (its first root cause) or `--pattern`, its first way out
     (or `--way N`) applied to the command."""
-    from matcher.fix import NeedsCaptures, apply
+    from matcher.fix import NeedsCaptures, apply, choose
 
     command = list(args.launch)
     captures: dict[str, str] = {}
@@ -361,10 +387,13 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
         out.write(f"failure: {failure}\n{rec.id} says how to fix it in words only:\n")
         out.write("".join(f"  - {s}\n" for s in rec.solutions) or "  (no solutions given)\n")
         return EXIT_FOUND
-    if not 1 <= args.way <= len(ways):
+    if args.way is not None and not 1 <= args.way <= len(ways):
         raise UsageError(f"--way {args.way}: {rec.id} has {len(ways)} ways out")
     try:
-        fixed = apply(command, ways[args.way - 1], captures)
+        if args.way is None:
+            args.way, fixed = choose(command, ways, captures)
+        else:
+            fixed = apply(command, ways[args.way - 1], captures)
     except NeedsCaptures as e:
         raise UsageError(str(e)) from e
     if args.format == "json":
@@ -381,6 +410,9 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
     lines += [f"  - {w}" for w in fixed.removed] + [f"  + {w}" for w in fixed.added]
     if fixed.before:
         lines += ["first run:"] + [f"  {c}" for c in fixed.before]
+    if not fixed.changes:
+        lines.append("this changes nothing in the command given (its flags are already so): "
+                     "the failure comes from elsewhere — see the other ways and the solutions")
     lines += ["corrected command:", f"  {fixed.command}"]
     if fixed.placeholders:
         lines.append("fill in before running: " + ", ".join(fixed.placeholders))
@@ -471,8 +503,8 @@ def cmd_test(paths: Sequence[Path], out: TextIO) -> int:
     return EXIT_FOUND if failures else EXIT_OK
 
 
-def cmd_stats(paths: Sequence[Path], out: TextIO) -> int:
-    from matcher.catalog.stats import releases_of, render, summarize
+def cmd_stats(paths: Sequence[Path], out: TextIO, *, unevaluable: bool = False) -> int:
+    from matcher.catalog.stats import releases_of, render, render_unevaluable, summarize
 
     catalog = _catalog_for(paths)
     for issue in catalog.issues:
@@ -481,7 +513,10 @@ def cmd_stats(paths: Sequence[Path], out: TextIO) -> int:
               f"{len(catalog.issues)} problems\n")
     # Records per release: the releases the catalog was extracted from (its stats file), else
     # the bounds its ranges name.
-    out.write(render(summarize(catalog.records, releases_of(catalog.files))))
+    summary = summarize(catalog.records, releases_of(catalog.files))
+    out.write(render(summary))
+    if unevaluable:
+        out.write(render_unevaluable(summary))
     return EXIT_USAGE if catalog.issues else EXIT_OK
 
 
@@ -546,6 +581,7 @@ def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
         _, dropped = extract.defer_to(result.records, curated.records)
         result = result.without(dropped, extract.DEFERRED)
         label += f" --curated {args.curated}"
+    _remediate(result.records, args.server_args, sys.stderr)
     report = out if args.output else sys.stderr
     if args.output:
         stats_path = args.output.with_name(args.output.name.removesuffix(".jsonl") + ".stats.toml")
@@ -561,6 +597,93 @@ def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
     if args.output:
         report.write(f"wrote {args.output} ({len(result.records)} records) and {stats_path}\n")
     return EXIT_OK
+
+
+def _remediate(records: Sequence[dict[str, Any]], table_path: Path | None,
+               report: TextIO) -> None:
+    """Each generated record's fix, derived from its guard condition and its newest release's
+    flags (`matcher.catalog.remedy`), in place."""
+    from collections import Counter
+
+    from matcher.catalog import remedy
+    from matcher.catalog.server_args import ServerArgsTable, default_path
+    from matcher.catalog.versions import parse_range
+
+    path = table_path or default_path()
+    try:
+        table: ServerArgsTable | None = ServerArgsTable.load(path)
+    except FileNotFoundError:
+        if table_path is not None:
+            raise UsageError(f"{path}: no such file (write it with `sglang-matcher catalog "
+                             "server-args`)") from None
+        table = None
+        report.write(f"no table of server arguments at {path}: fixes in words only\n")
+    except (OSError, ValueError, KeyError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from e
+    kinds: Counter[str] = Counter()
+    for record in records:
+        versions = record.get("sglangVersions") or []
+        newest = parse_range(versions[-1])[1] if versions else None
+        args = table.at(newest) if table is not None and newest else {}
+        remedy.remediate(record, args)
+        guard = record.get("guard") or {}
+        kinds["flags" if record.get("fixActions") else
+              "unevaluable" if guard.get("reads") else "words"] += 1
+    reading = kinds["flags"] + kinds["unevaluable"]
+    share = f" ({100 * kinds['flags'] / reading:.1f}% of {reading} reading server arguments)" \
+        if reading else ""
+    report.write(f"fixes: {kinds['flags']} with flag changes{share}, {kinds['unevaluable']} "
+                 f"unevaluable, {kinds['words']} in words\n")
+
+
+def cmd_server_args(args: argparse.Namespace, out: TextIO) -> int:
+    """`catalog server-args`: each release's flags, by its own parser, into one table."""
+    import gzip
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    from matcher.catalog import releases
+    from matcher.catalog.server_args import DumpError, ServerArgsTable, dump_release
+
+    wheel_dir = args.wheel_dir or releases.default_wheel_dir()
+    try:
+        if args.versions is not None:
+            listed = releases.list_releases(args.versions)
+            wheels = [releases.download(v, wheel_dir) for v in listed.wanted]
+        else:
+            wheels = list(args.wheel)
+        versions = [releases.wheel_version(w) for w in wheels]
+    except (releases.ReleaseError, OSError, ValueError) as e:
+        raise UsageError(str(e)) from e
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(wheels)))
+
+    def one(wheel: Path) -> dict[str, Any] | str:
+        try:
+            return dump_release(wheel, args.python)
+        except (DumpError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+            return str(e)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(one, wheels))
+    per: dict[str, dict[str, Any]] = {}
+    failed = 0
+    for version, result in zip(versions, results):
+        if isinstance(result, str):
+            failed += 1
+            out.write(f"sglang {version}: skipped: {result}\n")
+        else:
+            per[version] = result
+            out.write(f"sglang {version}: {len(result)} arguments\n")
+    if not per:
+        raise UsageError("no release's arguments could be read")
+    doc = ServerArgsTable.from_releases(per).dump()
+    try:
+        with gzip.open(args.output, "wt", encoding="utf-8", compresslevel=9) as f:
+            json.dump(doc, f, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    except OSError as e:
+        raise UsageError(f"cannot write {args.output}: {e.strerror}") from e
+    out.write(f"wrote {args.output}: {len(per)} releases, {len(doc['arguments'])} arguments\n")
+    return EXIT_USAGE if failed else EXIT_OK
 
 
 def _extract_releases(args: argparse.Namespace, out: TextIO) -> int:
@@ -626,6 +749,7 @@ def _extract_releases(args: argparse.Namespace, out: TextIO) -> int:
         merged = [r for r in merged if r["id"] not in set(dropped)]
         per = {v: e.without(dropped, extract.DEFERRED) for v, e in per.items()}
         label += f" --curated {args.curated}"
+    _remediate(merged, args.server_args, report)
     if args.output:
         stats_path = args.output.with_name(args.output.name.removesuffix(".jsonl") + ".stats.toml")
         text = releases.stats_toml(

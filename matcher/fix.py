@@ -39,6 +39,11 @@ class Fixed:
     def command(self) -> str:
         return shlex.join(self.argv)
 
+    @property
+    def changes(self) -> bool:
+        """It does something: a word out, a word in, or a command to run first."""
+        return bool(self.removed or self.added or self.before)
+
 
 def _split(argv: Sequence[str]) -> tuple[list[str], list[list[str]]]:
     """The words before the first flag, and each flag with its value words."""
@@ -137,3 +142,25 @@ def apply(argv: Sequence[str], way: Sequence[FixAction],
     out = tuple(head + [w for g in groups for w in g])
     return Fixed(out, tuple(removed), tuple(added), tuple(before), tuple(placeholders),
                  tuple(s.describe() for s in way))
+
+
+def choose(argv: Sequence[str], ways: Sequence[Sequence[FixAction]],
+           captures: dict[str, str] | None = None) -> tuple[int, Fixed]:
+    """The way to offer first for this command (its 1-based number, and the result): the first
+    that changes the command and leaves nothing to fill in, else the first that changes it,
+    else the first. A derived record lists one way per flag; the one to take is the one on a
+    flag this command gives (`remove --x` does nothing to a command without `--x`).
+    NeedsCaptures when the first way names its flag by a capture the failure lacks."""
+    results: list[tuple[int, Fixed]] = []
+    for n, way in enumerate(ways, 1):
+        try:
+            results.append((n, apply(argv, way, captures)))
+        except NeedsCaptures:
+            if n == 1 and len(ways) == 1:
+                raise
+    if not results:
+        return 1, apply(argv, ways[0], captures)  # raises NeedsCaptures, with its message
+    for n, fixed in results:
+        if fixed.changes and not fixed.placeholders:
+            return n, fixed
+    return next(((n, f) for n, f in results if f.changes), results[0])

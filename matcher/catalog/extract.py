@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from matcher.catalog import remedy
 from matcher.catalog.load import check_pattern
 from matcher.catalog.patterns import analyze, escape_literal
 from matcher.catalog.schema import CatalogRecord
@@ -839,6 +840,8 @@ def _record(rid: str, site: Site, template: str | None, pattern: str, path: str,
         "lineNumber": site.line,
         "githubUrl": f"{GITHUB}/blob/v{version}/{file_path}#L{site.line}",
         **({"raisedIn": frame} if frame is not None else {}),
+        **({"guard": {"when": remedy.when_of(site.kind, site.condition)}}
+           if site.condition else {}),
         "documentation": _documentation(site, path, frame=frame is not None),
         "tags": ["sglang", "generated", site.kind, *([FRAME] if frame is not None else []),
                  *parts[1:-1][:2]],

@@ -31,6 +31,7 @@ from matcher.catalog.schema import (
     SEVERITIES,
     CatalogRecord,
     FixAction,
+    Guard,
     Layer,
     RaisedIn,
     pack_locations,
@@ -278,6 +279,7 @@ def validate_record(
 
     raised_in = _raised_in(raw.get("raisedIn"), bad)
     fix_actions = _fix_actions(raw.get("fixActions"), bad)
+    guard = _guard(raw.get("guard"), bad)
     pattern = raw.get("messagePattern")
     message = raw.get("errorMessage")
     pattern_field = "messagePattern"
@@ -339,6 +341,7 @@ def validate_record(
         raised_in=raised_in,
         consequence_of=tuple(raw.get("consequenceOf") or ()),
         fix_actions=fix_actions,
+        guard=guard,
         # The generated layer is our own output, nothing unknown to keep: 15,000 dicts less.
         raw=raw if layer != "generated" else {},
     )
@@ -394,6 +397,22 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
                              "(`sglang/srt/managers/scheduler.py`)")
         return None
     return frame
+
+
+def _guard(value: Any, bad: Any) -> Guard | None:
+    """`guard`: `{"when": "cfg.x and not cfg.y", "reads": ["x", "y"], "unfixed": "why"}`."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"when", "reads", "unfixed"} \
+            or not isinstance(value.get("when"), str) \
+            or not isinstance(value.get("reads", []), list) \
+            or not all(isinstance(x, str) for x in value.get("reads", [])) \
+            or not isinstance(value.get("unfixed", ""), str):
+        bad("guard", 'expected {"when": "<python expression>", "reads": [field names], '
+                     '"unfixed": "<why no fix>"} (reads and unfixed optional)')
+        return None
+    return Guard(value["when"], tuple(map(_shared, value.get("reads", ()))),
+                 value.get("unfixed") or None)
 
 
 _FIX_KEYS = {"remove": {"flag", "aliases"}, "add": {"flag", "aliases"},

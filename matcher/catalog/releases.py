@@ -217,6 +217,14 @@ class ReleaseExtraction:
     extraction: extract.Extraction
 
 
+def wheel_version(wheel: Path) -> str:
+    """The release a wheel's file name says (`sglang-0.5.23-cp311-…whl` → `0.5.23`)."""
+    parts = wheel.name.split("-")
+    if len(parts) < 3 or not wheel.name.endswith(".whl"):
+        raise ReleaseError(f"{wheel}: not a wheel's file name (name-version-…whl)")
+    return parts[1]
+
+
 def extract_wheel(wheel: Path, *, cache_dir: Path | None = None) -> ReleaseExtraction:
     """One wheel's records (every severity) and counts; kept in `cache_dir/extracted/` by the
     wheel's sha256 and the extractor's code, so a rebuild reads instead of parsing again."""

@@ -76,6 +76,18 @@ class FixAction:
 
 
 @dataclass(frozen=True, slots=True)
+class Guard:
+    """`guard`: when a generated record's site fails (`when`, a Python expression over the
+    site's variables: an `if` test, an assert's test negated), the server arguments it reads,
+    and, when no flag change is proven to make it false, why (`unfixed`). Written by `catalog
+    extract` (`matcher.catalog.remedy`); `catalog stats` counts records by it."""
+
+    when: str
+    reads: tuple[str, ...] = ()
+    unfixed: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RaisedIn:
     """`raisedIn`: the traceback frame that raises a record's exception, for messages that do
     not say what failed (a bare `AssertionError`, `KeyError: '<request id>'`).
@@ -149,6 +161,7 @@ class CatalogRecord:
     consequence_of: tuple[str, ...] = ()
     # `fixActions`: the ways out, each a sequence of steps (`FixAction`), first the preferred.
     fix_actions: tuple[tuple[FixAction, ...], ...] = ()
+    guard: Guard | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __reduce__(self) -> tuple[type[CatalogRecord], tuple[Any, ...]]:
@@ -191,6 +204,16 @@ class CatalogRecord:
                 if in_ranges(version, (versions,)):
                     return file_path, line_number, github_url
         return self.file_path, self.line_number, self.github_url
+
+    @property
+    def fix_kind(self) -> str:
+        """How this record says to fix it: `flags` (fixActions), `words` (solutions only),
+        `unevaluable` (reads server arguments, no fix proven: words only), or `none`."""
+        if self.fix_actions:
+            return "flags"
+        if self.guard is not None and self.guard.reads:
+            return "unevaluable"
+        return "words" if self.solutions else "none"
 
     def remediation(self) -> dict[str, Any]:
         return {

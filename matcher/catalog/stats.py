@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matcher.catalog.schema import LAYER_RANK, SEVERITIES, CatalogRecord
@@ -28,6 +28,10 @@ class Summary:
     by_type: Mapping[str, int]  # errorType: raise / assert / log for generated records
     by_version: Mapping[str, int]  # release → records whose sglangVersions hold it
     with_remediation: int  # records that carry solutions
+    # How records say to fix it (`CatalogRecord.fix_kind`), per layer: flags / words /
+    # unevaluable / none.
+    by_fix: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    unevaluable: Sequence[CatalogRecord] = ()
 
 
 def summarize(records: Sequence[CatalogRecord],
@@ -53,7 +57,41 @@ def summarize(records: Sequence[CatalogRecord],
         by_type=dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
         by_version=versions,
         with_remediation=sum(1 for r in records if r.solutions),
+        by_fix=_by_fix(records),
+        unevaluable=[r for r in records if r.fix_kind == "unevaluable"],
     )
+
+
+FIX_KINDS = ("flags", "unevaluable", "words", "none")
+
+
+def _by_fix(records: Sequence[CatalogRecord]) -> dict[str, dict[str, int]]:
+    out: dict[str, Counter[str]] = {}
+    for r in records:
+        out.setdefault(r.layer, Counter())[r.fix_kind] += 1
+    return {layer: {k: out[layer][k] for k in FIX_KINDS if out[layer][k]}
+            for layer in LAYER_RANK if layer in out}
+
+
+def fix_share(counts: Mapping[str, int]) -> str:
+    """`flags 4,402 of 4,871 reading server arguments (90.4%)`."""
+    reading = counts.get("flags", 0) + counts.get("unevaluable", 0)
+    if not reading:
+        return ""
+    return (f"; with flag changes {counts.get('flags', 0):,} of {reading:,} whose guard reads "
+            f"server arguments ({100 * counts.get('flags', 0) / reading:.1f}%)")
+
+
+def render_unevaluable(summary: Summary) -> str:
+    """The records whose condition reads server arguments and that got no proven fix: id,
+    why, and the condition."""
+    lines = [f"{len(summary.unevaluable)} records read server arguments and have no proven "
+             "flag change (fix in words):"]
+    for r in summary.unevaluable:
+        guard = r.guard
+        assert guard is not None
+        lines.append(f"  {r.id}  {r.slug}: {guard.unfixed or '-'}\n      when {guard.when}")
+    return "\n".join(lines) + "\n"
 
 
 def render(summary: Summary, *, top: int = 15) -> str:
@@ -73,6 +111,11 @@ def render(summary: Summary, *, top: int = 15) -> str:
         line("errorType", summary.by_type),
         line("class", summary.by_class, top),
     ]
+    if summary.by_fix:
+        lines.append("how to fix (flags: fixActions proven on the guard condition; unevaluable: "
+                     "reads server arguments, no proven change):")
+        lines += [f"  {layer + ':':<12}" + ", ".join(f"{k} {v:,}" for k, v in counts.items())
+                  + fix_share(counts) for layer, counts in summary.by_fix.items()]
     if len(summary.by_version) <= 1:
         lines.append(line("versions", summary.by_version))
     else:
