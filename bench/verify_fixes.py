@@ -93,6 +93,14 @@ def launch(argv: list[str], python: str, timeout: float, log: Path) -> tuple[int
     return code, time.monotonic() - start
 
 
+def argument_check(record: Any) -> bool:
+    """The failure is a check of the command's arguments: argparse's own, or one raised by
+    sglang's server-argument validation (`server_args.py`, `arg_groups/`)."""
+    where = record.file_path or ""
+    return record.slug.startswith("argparse-") or "sglang/srt/server_args.py" in where \
+        or "sglang/srt/arg_groups/" in where
+
+
 def fill_placeholders(way: Any, flags: dict[str, Any]) -> tuple[list[Any], list[str]]:
     """A way's `<placeholder>` values replaced by the flag's default in sglang 0.5.23 (when it
     has one): what an operator who drops their bad value gets."""
@@ -124,6 +132,8 @@ def main() -> int:
     ap.add_argument("--only", action="append", help="a fixture name (repeatable)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "fixes.json")
     ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-matcher-fixes"))
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the results already in --out for the fixtures not run now")
     args = ap.parse_args()
     if not Path(args.python).exists():
         raise SystemExit(f"{args.python}: no sglang venv (see the docstring)")
@@ -142,6 +152,8 @@ def main() -> int:
                  and e.get("severity") in ("critical", "error")]
         chosen = next((e for e in known if catalog.by_id(e["pattern_id"]).fix_actions), None)
         row: dict[str, Any] = {"fixture": name, "command": argv}
+        first = catalog.by_id(known[0]["pattern_id"]) if known else None
+        row["argument_check"] = first is not None and argument_check(first)
         if chosen is None:
             row.update(status="no fix", failure=known[0]["pattern_id"] if known else None)
             results.append(row)
@@ -174,11 +186,19 @@ def main() -> int:
         results.append(row)
         print(f"{name:40} {row['status']:12} exit {code} in {took:5.1f} s; then "
               f"{row['later_failure']}: {row['later_message'][:80]}", flush=True)
+    if args.merge and args.out.exists():
+        ran = {r["fixture"] for r in results}
+        kept = [r for r in json.loads(args.out.read_text())["results"] if r["fixture"] not in ran
+                and (LAUNCH / f"{r['fixture']}.cmd").exists()]
+        results = sorted(results + kept, key=lambda r: r["fixture"])
     tried = [r for r in results if r["status"] in ("fixed", "still fails")]
+    checks = [r for r in results if r.get("argument_check")]
     fixed_n = sum(r["status"] == "fixed" for r in tried)
     summary = {"fixtures": len(results), "relaunched": len(tried), "fixed": fixed_n,
                "no_fix": sum(r["status"] == "no fix" for r in results),
-               "needs_operator": sum(r["status"] == "needs the operator" for r in results)}
+               "needs_operator": sum(r["status"] == "needs the operator" for r in results),
+               "argument_checks": len(checks),
+               "argument_checks_fixed": sum(r["status"] == "fixed" for r in checks)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1) + "\n")
     print(json.dumps(summary))

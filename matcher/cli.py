@@ -319,10 +319,11 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
 
 
 def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = "auto",
-                err: TextIO | None = None, sglang_version: str = AUTO
-                ) -> tuple[list[dict[str, Any]], int]:
-    """The events of saved logs, redacted, in log order; and the number of lines read."""
-    engine = Engine(catalog.records)
+                err: TextIO | None = None, sglang_version: str = AUTO,
+                engine: Engine | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The events of saved logs, redacted, in log order; and the number of lines read.
+    `engine`: one already built over `catalog.records` (a caller scanning many logs)."""
+    engine = engine if engine is not None else Engine(catalog.records)
     pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
                         sglang_version=sglang_version)
     redactor = Redactor()
@@ -356,7 +357,8 @@ def _event_order(inputs: Sequence[str]) -> Any:
     return lambda e: (order.get(e.source, 0), e.offset)
 
 
-def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
+def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
+            engine: Engine | None = None) -> int:
     """`fix`: the failure of `--log` (its first root cause) or `--pattern`, its first way out
     (or `--way N`) applied to the command."""
     from matcher.fix import NeedsCaptures, apply, choose
@@ -367,7 +369,8 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO) -> int:
         rec = _record(catalog, args.pattern)
         failure = f"{rec.id} ({rec.slug})"
     else:
-        events, _ = scan_events([args.log], catalog, sglang_version=args.sglang_version or AUTO)
+        events, _ = scan_events([args.log], catalog, sglang_version=args.sglang_version or AUTO,
+                                engine=engine)
         causes = [e for e in events if e.get("role") != "consequence"
                   and e.get("severity") in ("critical", "error")]
         if not causes:

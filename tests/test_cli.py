@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import functools
 import json
 import subprocess
 import sys
@@ -251,14 +252,34 @@ def test_every_real_launch_log_is_covered_by_the_table():
 
 @pytest.mark.parametrize("name,slug", LAUNCH_ROOT_CAUSES, ids=[n for n, _ in LAUNCH_ROOT_CAUSES])
 def test_real_launch_log_gives_exactly_its_root_cause(name, slug):
-    from matcher.catalog import load_catalog
-    run = cli("scan", "--format", "json", str(LAUNCH / f"{name}.log"))
-    assert run.returncode == 1, run.stderr
-    events = [json.loads(x) for x in run.stdout.splitlines()]
+    """In this process, over one engine (the command's exit code: test_scan_of_a_real_launch_
+    log_exits_1 below)."""
+    from matcher.cli import scan_events
+
+    catalog, engine = _builtin()
+    events, _ = scan_events([str(LAUNCH / f"{name}.log")], catalog, engine=engine)
     failures = [e for e in events if e["role"] == "cause" and e["severity"] in ("error", "critical")]
-    catalog = load_catalog()
     assert [catalog.by_id(e["pattern_id"]).slug for e in failures] == [slug]
     assert not [e for e in events if e["event"] == "sglang_unknown_error"]
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin():
+    from matcher.catalog import load_catalog
+    from matcher.engine import Engine
+
+    catalog = load_catalog()
+    return catalog, Engine(catalog.records)
+
+
+def test_scan_of_a_real_launch_log_exits_1_and_prints_its_root_cause():
+    run = cli("scan", "--format", "json", str(LAUNCH / "spec_window_size_zero.log"))
+    assert run.returncode == 1, run.stderr
+    [event] = [json.loads(x) for x in run.stdout.splitlines()]
+    assert event["message"].startswith(
+        "ValueError: --speculative-draft-window-size must be positive")
+    assert event["remediation"]["fix_actions"][0][0]["flag"] == \
+        "--speculative-draft-window-size"
 
 
 def test_hierarchical_cache_variant_has_its_own_record_with_solutions():

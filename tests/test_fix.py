@@ -3,6 +3,7 @@ real sglang launches (`tests/fixtures/sglang/launch/*.cmd`, each with the log it
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 import subprocess
@@ -182,3 +183,53 @@ def test_a_step_may_name_its_flag_by_what_the_log_says():
     # without the log there is nothing to name the flag with
     by_id = fix("--pattern", out["pattern_id"], "--", *invalid)
     assert by_id.returncode == 2 and "--log" in by_id.stderr
+
+
+def _generated_arg_check_fixtures() -> list[str]:
+    """Launch fixtures whose root cause is a generated record of sglang's argument checks
+    (`arg_groups/`), read from the test table of root causes."""
+    from tests.test_cli import LAUNCH_ROOT_CAUSES
+
+    names = []
+    for name, _ in LAUNCH_ROOT_CAUSES:
+        text = (LAUNCH / f"{name}.log").read_text(encoding="utf-8", errors="replace")
+        if "/sglang/srt/arg_groups/" in text:
+            names.append(name)
+    return names
+
+
+def test_derived_fixes_change_real_failing_commands_and_are_proven():
+    """Every real launch that failed on an argument check whose record is generated (its fix
+    derived from the check's condition): `fix` finds the failure in the log, and its first way
+    changes the command the launch ran — and that way is proven on the record's condition. The
+    relaunch itself is `bench/verify_fixes.py`'s job (figures in the README)."""
+    from matcher.catalog import load_catalog, remedy
+    from matcher.catalog.server_args import ServerArgsTable, default_path
+    from matcher.cli import build_parser, cmd_fix
+    from matcher.engine import Engine
+
+    catalog = load_catalog()
+    engine = Engine(catalog.records)
+    flags = ServerArgsTable.load(default_path()).at("0.5.23")
+    fixed = derived = 0
+    for name in _generated_arg_check_fixtures():
+        buf = io.StringIO()  # the command's own code, in this process: one catalog load
+        args = build_parser().parse_args(["fix", "--log", str(LAUNCH / f"{name}.log"),
+                                          "--format", "json", "--", *command_of(name)])
+        code = cmd_fix(args, catalog, buf, engine=engine)
+        text = buf.getvalue()
+        if code != 0:  # a fix in words only: "<id> says how to fix it in words only"
+            [said] = [x for x in text.splitlines() if "says how to fix it in words" in x]
+            derived += catalog.by_id(said.split()[0]).layer == "generated"
+            continue
+        out = json.loads(text)
+        rec = catalog.by_id(out["pattern_id"])
+        if rec.layer != "generated":
+            continue
+        derived += 1
+        way = [a.as_dict() for a in rec.fix_actions[out["way"] - 1]]
+        assert remedy.proven(rec.guard.when, rec.file_path or "", flags, way), (name, way)
+        if out["removed"] or out["added"]:
+            fixed += 1
+    assert derived >= 30
+    assert fixed >= 0.8 * derived, (fixed, derived)

@@ -43,6 +43,7 @@ a log line's continuation is a line of its own in the log.
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import re
 import string
@@ -363,6 +364,10 @@ class Site:
     skip: str | None = None  # why no message can be read at all
     frame: bool = False  # no message at all: recognized by its traceback frame instead
     code_name: str = "<module>"  # the function's name as a traceback prints it (`co_name`)
+    # `condition` with the local names it tests read through to what they were bound to
+    # (`window = cfg.speculative_draft_window_size` … `if window <= 0`): what `guard.when`
+    # holds, so the fix can name the flag
+    guard: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,6 +459,26 @@ class _Scope:
                 parts = [*parts, *more]
         return parts
 
+    def expr_of(self, name: str, use: ast.stmt | None) -> ast.expr | None:
+        """What `name` holds at `use` when that is one plain assignment before it, in a block
+        enclosing it, not rebound in between (a module-level constant bound once, else)."""
+        path = self.paths.get(id(use)) if use is not None else None
+        if path is None:
+            return None
+        line = use.lineno if use is not None else 0
+        before = [b for b in self.bindings.get(name, ()) if b.line < line]
+        if not before:
+            if self.parent is None or name in self.bindings:
+                return None
+            bindings = self.parent.bindings.get(name, ())
+            if len(bindings) != 1 or bindings[0].op != "=":
+                return None
+            return bindings[0].value
+        last = before[-1]
+        if last.op != "=" or last.block not in path:
+            return None
+        return last.value
+
     def constant(self, name: str) -> list[Part] | None:
         """A module-level name bound exactly once, to a template."""
         bindings = self.bindings.get(name, ())
@@ -475,6 +500,7 @@ class _Walker(ast.NodeVisitor):
         self.sites: list[Site] = []
         self._functions: list[str] = []
         self._conditions: list[str] = []
+        self._guards: list[str] = []
         self._module_scope = _Scope(module.body)
         self._scopes: list[_Scope] = [self._module_scope]
         self._stmt: ast.stmt | None = None
@@ -490,6 +516,7 @@ class _Walker(ast.NodeVisitor):
     def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         self._functions.append(node.name)
         saved, self._conditions = self._conditions, []
+        saved_guards, self._guards = self._guards, []
         is_function = not isinstance(node, ast.ClassDef)
         if is_function:
             self._scopes.append(_Scope(node.body, self._module_scope))
@@ -497,6 +524,7 @@ class _Walker(ast.NodeVisitor):
         if is_function:
             self._scopes.pop()
         self._conditions = saved
+        self._guards = saved_guards
         self._functions.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
@@ -504,27 +532,57 @@ class _Walker(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         test = ast.unparse(node.test)
+        guard = self._read_through(node.test)
         self._conditions.append(test)
+        self._guards.append(guard)
         for stmt in node.body:
             self.visit(stmt)
         self._conditions[-1] = f"not ({test})"
+        self._guards[-1] = f"not ({guard})"
         for stmt in node.orelse:
             self.visit(stmt)
         self._conditions.pop()
+        self._guards.pop()
+
+    def _read_through(self, test: ast.expr) -> str:
+        """`test` with each local name replaced by what it was bound to, when that is a plain
+        read (an attribute, a subscript, a constant or a tuple/list/set of constants)."""
+        scope, use = self._scopes[-1], self._stmt
+
+        class Inline(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.AST:
+                if not isinstance(node.ctx, ast.Load):
+                    return node
+                value = scope.expr_of(node.id, use)
+                if isinstance(value, ast.Attribute | ast.Subscript | ast.Constant) or (
+                        isinstance(value, ast.Tuple | ast.List | ast.Set)
+                        and all(isinstance(e, ast.Constant) for e in value.elts)) or (
+                        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                        and value.func.id in ("int", "float", "str", "bool", "len")
+                        and len(value.args) == 1 and not value.keywords):
+                    return value
+                return node
+
+        try:
+            return ast.unparse(Inline().visit(copy.deepcopy(test)))
+        except (RecursionError, ValueError):
+            return ast.unparse(test)
 
     def _resolve(self, node: ast.Name) -> list[Part] | None:
         return self._scopes[-1].value_of(node.id, self._stmt)
 
     def _site(self, kind: str, line: int, cls: str | None, severity: str,
               parts: list[Part] | None, *, condition: str | None = None,
-              skip: str | None = None, frame: bool = False) -> None:
+              skip: str | None = None, frame: bool = False, guard: str | None = None) -> None:
+        if guard is None:
+            guard = self._guards[-1] if self._guards and condition is None else condition
         if condition is None:
             condition = self._conditions[-1] if self._conditions else ""
         # A frame's name is its code object's: the innermost `def` — or `class`, for a statement
         # in a class body — never dotted; a lambda cannot hold a raise or an assert.
         code_name = self._functions[-1] if self._functions else "<module>"
         self.sites.append(Site(kind, line, cls, severity, ".".join(self._functions), condition,
-                               parts, skip, frame, code_name))
+                               parts, skip, frame, code_name, guard or ""))
 
     def visit_Raise(self, node: ast.Raise) -> None:
         self.generic_visit(node)
@@ -554,12 +612,14 @@ class _Walker(ast.NodeVisitor):
         self.generic_visit(node)
         line = assert_line(node)
         condition = ast.unparse(node.test)
+        guard = self._read_through(node.test)
         if node.msg is None:
             self._site("assert", line, "AssertionError", "error", None,
-                       condition=condition, frame=True)
+                       condition=condition, frame=True, guard=guard)
             return
         parts = message_parts(node.msg, self._resolve)
-        self._site("assert", line, "AssertionError", "error", parts, condition=condition)
+        self._site("assert", line, "AssertionError", "error", parts, condition=condition,
+                   guard=guard)
 
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
@@ -840,7 +900,7 @@ def _record(rid: str, site: Site, template: str | None, pattern: str, path: str,
         "lineNumber": site.line,
         "githubUrl": f"{GITHUB}/blob/v{version}/{file_path}#L{site.line}",
         **({"raisedIn": frame} if frame is not None else {}),
-        **({"guard": {"when": remedy.when_of(site.kind, site.condition)}}
+        **({"guard": {"when": remedy.when_of(site.kind, site.guard or site.condition)}}
            if site.condition else {}),
         "documentation": _documentation(site, path, frame=frame is not None),
         "tags": ["sglang", "generated", site.kind, *([FRAME] if frame is not None else []),

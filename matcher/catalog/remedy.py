@@ -98,7 +98,8 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
+    ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
 }
 _CALLS: dict[str, Callable[..., Any]] = {"len": len, "int": int, "float": float, "str": str,
                                          "bool": bool, "abs": abs, "min": min, "max": max}
@@ -570,7 +571,7 @@ def fix_action(step: Step, spec: ArgSpec) -> dict[str, Any]:
         return {"op": "set", "flag": flag, "value": f"<{spec.dest.replace('_', ' ')}>", **extra}
     concrete = [v for v in values if v is not CHOSEN]
     out: dict[str, Any] = {"op": "set", "flag": flag, "value": _word(first), **extra}
-    if len(concrete) > 1:
+    if len(concrete) > 1 and spec.choices is not None:  # a number: the values tried, not all
         out["oneOf"] = [_word(v) for v in concrete]
     return out
 
@@ -604,8 +605,11 @@ def solution(way: Sequence[Step], args: Mapping[str, ArgSpec]) -> str:
                 parts.append(f"pass {name}{about}")
             elif values[0] is CHOSEN:
                 parts.append(f"set {spec.flag} to a value{about}")
-            elif len(concrete) > 1:
+            elif len(concrete) > 1 and spec.choices is not None:
                 parts.append(f"set {spec.flag} to one of {', '.join(concrete)}{about}")
+            elif spec.type in ("int", "float") and spec.choices is None:
+                parts.append(f"set {spec.flag} to a value for which the check passes, such as "
+                             f"{concrete[0]}{about}")
             else:
                 parts.append(f"set {spec.flag} {concrete[0]}{about}")
     text = "; and ".join(parts)
