@@ -101,20 +101,29 @@ def argument_check(record: Any) -> bool:
         or "sglang/srt/arg_groups/" in where
 
 
-def fill_placeholders(way: Any, flags: dict[str, Any]) -> tuple[list[Any], list[str]]:
+def fill_placeholders(way: Any, flags: dict[str, Any],
+                      captures: dict[str, str]) -> tuple[list[Any], list[str]]:
     """A way's `<placeholder>` values replaced by the flag's default in sglang 0.5.23 (when it
-    has one): what an operator who drops their bad value gets."""
+    has one: what an operator who drops their bad value gets), else its first choice."""
     from dataclasses import replace
 
+    from matcher.fix import _resolve
+
     out, filled = [], []
-    for step in way:
+    for step in [s for step in way for s in _resolve(step, captures)]:
         spec = flags.get(step.flag or "")
-        if step.placeholder and spec is not None and spec.default is not None \
-                and spec.switch is None:
-            value = str(spec.default).lower() if isinstance(spec.default, bool) \
-                else str(spec.default)
+        if step.placeholder and spec is not None and spec.switch is None:
+            if spec.default is not None:
+                value = str(spec.default).lower() if isinstance(spec.default, bool) \
+                    else str(spec.default)
+                why = "its default"
+            elif spec.choices:
+                value, why = str(spec.choices[0]), "its first choice"
+            else:
+                out.append(step)
+                continue
             step = replace(step, value=value)
-            filled.append(f"{step.flag} {value} (its default)")
+            filled.append(f"{step.flag} {value} ({why})")
         out.append(step)
     return out, filled
 
@@ -163,7 +172,8 @@ def main() -> int:
         way, fixed = choose(argv, record.fix_actions, chosen.get("captures") or {})
         filled = []
         if fixed.placeholders:  # the operator's value: try the flag's default where it has one
-            steps, filled = fill_placeholders(record.fix_actions[way - 1], flags)
+            steps, filled = fill_placeholders(record.fix_actions[way - 1], flags,
+                                              chosen.get("captures") or {})
             if not [s for s in steps if s.placeholder]:
                 fixed = apply(argv, steps, chosen.get("captures") or {})
         row.update(failure=record.id, slug=record.slug, way=way, steps=list(fixed.steps),

@@ -262,8 +262,11 @@ def _skippable(body: bytes, start: int, end: int, plain: re.Pattern[bytes],
         return end
     if plain.match(body, start, end) is None:
         return start
-    other = other_after_newline.search(body, start, end)
-    if other is None or other.start() >= end - 1:
+    # The line at `end` is searched too: when it is itself a `P` piece (the hit was in the
+    # piece that ends its line), the line before the piece is the one the framer needs.
+    stop = body.find(b"\n", end)
+    other = other_after_newline.search(body, start, len(body) if stop < 0 else stop)
+    if other is None or other.start() >= end:
         return end
     return max(start, body.rfind(b"\n", start, other.start()) + 1)
 

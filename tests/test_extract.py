@@ -413,6 +413,13 @@ def check(cfg):
         if window_size <= 0:
             raise ValueError(f"--speculative-draft-window-size must be positive, got {window_size}.")
 """, "int(cfg.speculative_draft_window_size) <= 0"),
+    ("read through an `or` and a string method (sglang 0.5.23 validation_hook)", """
+def check(cfg):
+    method = (cfg.speculative_algorithm or "").upper()
+    if method not in _AUX_HIDDEN_STATE_CAPTURE_METHODS:
+        raise ValueError("--enable-return-aux-hidden-states needs --speculative-algorithm")
+_AUX_HIDDEN_STATE_CAPTURE_METHODS = ("EAGLE3", "DFLASH", "DSPARK")
+""", "(cfg.speculative_algorithm or '').upper() not in ('EAGLE3', 'DFLASH', 'DSPARK')"),
     ("a local bound by a call is not read through (what it returns is not known)", """
 def check(cfg):
     window_size = compute(cfg)

@@ -285,3 +285,17 @@ def test_stored_values_read_back_as_the_flag_parses_them(word, expected):
     a = args_523()
     spec = a["tp_size"] if isinstance(expected, int) else a["mem_fraction_static"]
     assert remedy._parsed(spec, word) == expected
+
+
+def test_a_way_on_a_flag_the_message_names_comes_first():
+    """sglang's own words say which flag to change ("… Omit --radix-cache-backend."): of the
+    proven ways, that one is offered first."""
+    a = args_523()
+    base = {"guard": {"when": "cfg.enable_lmcache and cfg.enable_hierarchical_cache"},
+            "filePath": HOOK, "errorType": "raise", "githubUrl": "https://example.invalid/"}
+    first = {**base, "errorMessage": "lmcache and hierarchical cache: drop --enable-lmcache"}
+    second = {**base, "errorMessage": "Omit --enable-hierarchical-cache when using lmcache"}
+    remedy.remediate(first, a)
+    remedy.remediate(second, a)
+    assert first["fixActions"][0][0]["flag"] == "--enable-lmcache"
+    assert second["fixActions"][0][0]["flag"] == "--enable-hierarchical-cache"

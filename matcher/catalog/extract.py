@@ -554,12 +554,7 @@ class _Walker(ast.NodeVisitor):
                 if not isinstance(node.ctx, ast.Load):
                     return node
                 value = scope.expr_of(node.id, use)
-                if isinstance(value, ast.Attribute | ast.Subscript | ast.Constant) or (
-                        isinstance(value, ast.Tuple | ast.List | ast.Set)
-                        and all(isinstance(e, ast.Constant) for e in value.elts)) or (
-                        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
-                        and value.func.id in ("int", "float", "str", "bool", "len")
-                        and len(value.args) == 1 and not value.keywords):
+                if value is not None and _plain_read(value):
                     return value
                 return node
 
@@ -638,6 +633,29 @@ class _Walker(ast.NodeVisitor):
         else:
             parts = message_parts(message, self._resolve)
         self._site("log", node.lineno, None, level, parts)
+
+
+_READ_CALLS = frozenset({"int", "float", "str", "bool", "len"})
+_STR_METHODS = frozenset({"upper", "lower", "strip", "startswith", "endswith"})
+
+
+def _plain_read(value: ast.expr) -> bool:
+    """An expression a condition may read through a local bound to it: attributes, constants,
+    operators, conversions (`int(x)`) and string methods (`(x or "").upper()`) — nothing that
+    runs code we cannot see."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if node.keywords or not (
+                    (isinstance(func, ast.Name) and func.id in _READ_CALLS)
+                    or (isinstance(func, ast.Attribute) and func.attr in _STR_METHODS)):
+                return False
+        elif not isinstance(node, ast.Attribute | ast.Subscript | ast.Constant | ast.Name
+                            | ast.BoolOp | ast.BinOp | ast.UnaryOp | ast.Compare | ast.IfExp
+                            | ast.Tuple | ast.List | ast.Set | ast.expr_context | ast.boolop
+                            | ast.operator | ast.unaryop | ast.cmpop | ast.Load):
+            return False
+    return True
 
 
 def assert_line(node: ast.Assert) -> int:

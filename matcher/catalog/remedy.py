@@ -24,6 +24,7 @@ import ast
 import itertools
 import math
 import operator
+import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -273,6 +274,8 @@ def _reads_field(node: ast.expr, field: str, args: Mapping[str, ArgSpec], inside
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and node.func.attr in _METHODS:
         node = node.func.value
+    if isinstance(node, ast.BoolOp):  # `(cfg.x or "")`
+        return any(_reads_field(v, field, args, inside) for v in node.values)
     return arg_read(node, args, inside) == field
 
 
@@ -692,14 +695,26 @@ def remediate(record: dict[str, Any], args: Mapping[str, ArgSpec]) -> Derived | 
     if derived is not None and derived.reads:
         guard["reads"] = list(derived.reads)
     if derived is not None and derived.ways:
-        record["solutions"] = [solution(w, args) for w in derived.ways] + words(record, None)[1:]
-        record["fixActions"] = [[fix_action(s, args[s.field]) for s in w] for w in derived.ways]
-        record["exampleFix"] = example_fix(derived.ways[0], derived.witnesses[0], args)
+        ways = named_first(derived.ways, record.get("errorMessage") or "", args)
+        record["solutions"] = [solution(w, args) for w in ways] + words(record, None)[1:]
+        record["fixActions"] = [[fix_action(s, args[s.field]) for s in w] for w in ways]
+        record["exampleFix"] = example_fix(ways[0], derived.witnesses[0], args)
     else:
         if derived is not None and derived.unfixed:
             guard["unfixed"] = derived.unfixed
         record["solutions"] = words(record, when)
     return derived
+
+
+def named_first(ways: Sequence[tuple[Step, ...]], message: str,
+                args: Mapping[str, ArgSpec]) -> list[tuple[Step, ...]]:
+    """The ways on a flag the message itself names first ("… Omit --radix-cache-backend.",
+    "requires --speculative-draft-window-size"): sglang's authors said which to change."""
+    def named(way: tuple[Step, ...]) -> bool:
+        return any(re.search(re.escape(flag) + r"(?![\w-])", message)
+                   for s in way for flag in args[s.field].flags)
+
+    return sorted(ways, key=lambda w: not named(w))
 
 
 def when_of(kind: str, condition: str) -> str:
