@@ -457,6 +457,14 @@ def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:
         lines += ["", "How to fix:"] + [f"  {n}. {s}" for n, s in enumerate(rec.solutions, 1)]
     if rec.example_fix:
         lines += ["", "Example fix:"] + ["  " + x for x in rec.example_fix.splitlines()]
+    if rec.fix_actions:
+        lines += ["", "Ways out (`sglang-matcher fix --pattern ID --way N -- COMMAND…`):"] + [
+            f"  {n}. " + "; ".join(a.describe() for a in way)
+            for n, way in enumerate(rec.fix_actions, 1)]
+    if rec.guard is not None:
+        lines += ["", "Fails when:", f"  {rec.guard.when}"]
+        if rec.guard.unfixed:
+            lines.append(f"  no flag change proven: {rec.guard.unfixed}")
     if rec.prevention_tips:
         lines += ["", "Prevention:"] + [f"  - {t}" for t in rec.prevention_tips]
     if rec.examples_match:

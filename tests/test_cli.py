@@ -107,6 +107,19 @@ def test_explain_shows_remediation_and_source():
     assert "python/sglang/srt/server_args.py:6818" in run.stdout
 
 
+def test_explain_of_a_generated_record_gives_its_derived_fix_and_its_condition():
+    """The record of a real launch failure (spec_window_size_zero.log): the fix derived from
+    sglang 0.5.23's own check, the way `fix` applies, and the condition it was proven on."""
+    scan = cli("scan", "--format", "json", str(LAUNCH / "spec_window_size_zero.log"))
+    [event] = [json.loads(x) for x in scan.stdout.splitlines()]
+    run = cli("explain", event["pattern_id"])
+    assert run.returncode == 0, run.stderr
+    assert "How to fix:\n  1. Set --speculative-draft-window-size to a value" in run.stdout
+    assert "Ways out (`sglang-matcher fix --pattern ID --way N -- COMMAND…`):\n  1. set " \
+           "--speculative-draft-window-size 1" in run.stdout
+    assert "Fails when:\n  int(cfg.speculative_draft_window_size) <= 0" in run.stdout
+
+
 def test_catalog_lint_and_test_pass_on_the_builtin_catalog():
     """Every curated record's real example lines are recognized by it (the catalog's own test)."""
     lint = cli("catalog", "lint")
