@@ -299,3 +299,17 @@ def test_a_way_on_a_flag_the_message_names_comes_first():
     remedy.remediate(second, a)
     assert first["fixActions"][0][0]["flag"] == "--enable-lmcache"
     assert second["fixActions"][0][0]["flag"] == "--enable-hierarchical-cache"
+
+
+def test_words_only_solutions_are_not_kept_in_memory_but_read_the_same():
+    """A generated record whose solutions are the derived words keeps none (`words`); what it
+    says (`how_to_fix`, events, explain) is the file's text, word for word."""
+    loaded = {r.id: r for r in load_paths([GENERATED], "generated").records}
+    compared = 0
+    for raw in generated()[::97]:
+        rec = loaded[raw["id"]]
+        assert rec.how_to_fix == tuple(raw["solutions"]), raw["id"]
+        if not raw.get("fixActions"):
+            assert rec.words and rec.solutions == ()
+            compared += 1
+    assert compared > 200

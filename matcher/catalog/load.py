@@ -170,7 +170,8 @@ def _parsed_cache(file: Path, layer: Layer) -> _ParsedFile | None:
         return None
     digest.update(f"{file}\0{layer}\0".encode())
     digest.update(code_fingerprint("matcher.catalog.load", "matcher.catalog.schema",
-                                   "matcher.catalog.patterns").encode())
+                                   "matcher.catalog.patterns", "matcher.catalog.remedy"
+                                   ).encode())
     return _ParsedFile(default_cache_dir() / f"parsed-{digest.hexdigest()[:24]}.pickle")
 
 
@@ -280,6 +281,9 @@ def validate_record(
     raised_in = _raised_in(raw.get("raisedIn"), bad)
     fix_actions = _fix_actions(raw.get("fixActions"), bad)
     guard = _guard(raw.get("guard"), bad)
+    solutions = tuple(raw.get("solutions") or ())
+    derived_words = layer == "generated" and not fix_actions and bool(solutions) \
+        and list(solutions) == _words(raw, guard)
     pattern = raw.get("messagePattern")
     message = raw.get("errorMessage")
     pattern_field = "messagePattern"
@@ -329,7 +333,8 @@ def validate_record(
         documentation=raw.get("documentation") or "",
         trigger_scenarios=raw.get("triggerScenarios") or "",
         common_situations=raw.get("commonSituations") or "",
-        solutions=tuple(raw.get("solutions") or ()),
+        solutions=() if derived_words else solutions,
+        words=derived_words,
         example_fix=raw.get("exampleFix"),
         prevention_tips=tuple(raw.get("preventionTips") or ()),
         tags=tuple(map(_shared, raw.get("tags") or ())),
@@ -397,6 +402,12 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
                              "(`sglang/srt/managers/scheduler.py`)")
         return None
     return frame
+
+
+def _words(raw: Mapping[str, Any], guard: Guard | None) -> list[str]:
+    from matcher.catalog.remedy import words
+
+    return words(raw, guard.when if guard is not None else None)
 
 
 def _guard(value: Any, bad: Any) -> Guard | None:

@@ -56,7 +56,7 @@ def summarize(records: Sequence[CatalogRecord],
         by_class=dict(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
         by_type=dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
         by_version=versions,
-        with_remediation=sum(1 for r in records if r.solutions),
+        with_remediation=sum(1 for r in records if r.solutions or r.words),
         by_fix=_by_fix(records),
         unevaluable=[r for r in records if r.fix_kind == "unevaluable"],
     )
