@@ -281,7 +281,8 @@ def validate_record(
     raised_in = _raised_in(raw.get("raisedIn"), bad)
     fix_actions = _fix_actions(raw.get("fixActions"), bad)
     guard = _guard(raw.get("guard"), bad)
-    solutions = tuple(raw.get("solutions") or ())
+    listed = raw.get("solutions")
+    solutions = tuple(listed) if isinstance(listed, list) else ()  # else: `bad` said so above
     derived_words = layer == "generated" and not fix_actions and bool(solutions) \
         and list(solutions) == _words(raw, guard)
     pattern = raw.get("messagePattern")
@@ -404,10 +405,15 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
     return frame
 
 
-def _words(raw: Mapping[str, Any], guard: Guard | None) -> list[str]:
+def _words(raw: Mapping[str, Any], guard: Guard | None) -> list[str] | None:
+    """The words `remedy` derives for this record (None if its fields are not what a record
+    `catalog extract` wrote has)."""
     from matcher.catalog.remedy import words
 
-    return words(raw, guard.when if guard is not None else None)
+    try:
+        return words(raw, guard.when if guard is not None else None)
+    except (TypeError, AttributeError, ValueError):
+        return None
 
 
 def _guard(value: Any, bad: Any) -> Guard | None:
