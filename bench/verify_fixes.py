@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from matcher.catalog import load_catalog  # noqa: E402
 from matcher.cli import scan_events  # noqa: E402
 from matcher.catalog.server_args import ServerArgsTable, default_path, flags_of  # noqa: E402
-from matcher.fix import apply, choose  # noqa: E402
+from matcher.fix import apply, choose, resolved  # noqa: E402
 
 _MODEL_DIR = re.compile(r"/tmp/sgmodel/(?P<name>[\w.-]+)")
 _TOKENIZER = """
@@ -107,10 +107,8 @@ def fill_placeholders(way: Any, flags: dict[str, Any],
     has one: what an operator who drops their bad value gets), else its first choice."""
     from dataclasses import replace
 
-    from matcher.fix import _resolve
-
     out, filled = [], []
-    for step in [s for step in way for s in _resolve(step, captures)]:
+    for step in resolved(way, captures):
         spec = flags.get(step.flag or "")
         if step.placeholder and spec is not None and spec.switch is None:
             if spec.default is not None:

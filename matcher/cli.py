@@ -394,22 +394,22 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
         raise UsageError(f"--way {args.way}: {rec.id} has {len(ways)} ways out")
     try:
         if args.way is None:
-            args.way, fixed = choose(command, ways, captures)
+            way, fixed = choose(command, ways, captures)
         else:
-            fixed = apply(command, ways[args.way - 1], captures)
+            way, fixed = args.way, apply(command, ways[args.way - 1], captures)
     except NeedsCaptures as e:
         raise UsageError(str(e)) from e
     if args.format == "json":
         out.write(json.dumps({
-            "pattern_id": rec.id, "way": args.way, "ways": len(ways),
+            "pattern_id": rec.id, "way": way, "ways": len(ways),
             "steps": list(fixed.steps), "command": list(fixed.argv), "removed": list(fixed.removed),
             "added": list(fixed.added), "before": list(fixed.before),
             "placeholders": list(fixed.placeholders),
             "other_ways": [[a.describe() for a in w] for n, w in enumerate(ways, 1)
-                           if n != args.way]}, ensure_ascii=False) + "\n")
+                           if n != way]}, ensure_ascii=False) + "\n")
         return EXIT_OK
     lines = [f"failure: {failure}",
-             f"fix {args.way} of {len(ways)}: " + "; ".join(fixed.steps)]
+             f"fix {way} of {len(ways)}: " + "; ".join(fixed.steps)]
     lines += [f"  - {w}" for w in fixed.removed] + [f"  + {w}" for w in fixed.added]
     if fixed.before:
         lines += ["first run:"] + [f"  {c}" for c in fixed.before]
@@ -419,7 +419,7 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
     lines += ["corrected command:", f"  {fixed.command}"]
     if fixed.placeholders:
         lines.append("fill in before running: " + ", ".join(fixed.placeholders))
-    others = [(n, w) for n, w in enumerate(ways, 1) if n != args.way]
+    others = [(n, w) for n, w in enumerate(ways, 1) if n != way]
     if others:
         lines.append("other ways out (--way N):")
         lines += [f"  {n}. " + "; ".join(a.describe() for a in w) for n, w in others]
@@ -614,11 +614,9 @@ def _remediate(records: Sequence[dict[str, Any]], table_path: Path | None,
                report: TextIO) -> None:
     """Each generated record's fix, derived from its guard condition and its newest release's
     flags (`matcher.catalog.remedy`), in place."""
-    from collections import Counter
-
     from matcher.catalog import remedy
     from matcher.catalog.server_args import ServerArgsTable, default_path
-    from matcher.catalog.versions import parse_range
+    from matcher.catalog.stats import fix_share
 
     path = table_path or default_path()
     try:
@@ -631,20 +629,9 @@ def _remediate(records: Sequence[dict[str, Any]], table_path: Path | None,
         report.write(f"no table of server arguments at {path}: fixes in words only\n")
     except (OSError, ValueError, KeyError) as e:
         raise UsageError(f"cannot read {path}: {e}") from e
-    kinds: Counter[str] = Counter()
-    for record in records:
-        versions = record.get("sglangVersions") or []
-        newest = parse_range(versions[-1])[1] if versions else None
-        args = table.at(newest) if table is not None and newest else {}
-        remedy.remediate(record, args)
-        guard = record.get("guard") or {}
-        kinds["flags" if record.get("fixActions") else
-              "unevaluable" if guard.get("reads") else "words"] += 1
-    reading = kinds["flags"] + kinds["unevaluable"]
-    share = f" ({100 * kinds['flags'] / reading:.1f}% of {reading} reading server arguments)" \
-        if reading else ""
-    report.write(f"fixes: {kinds['flags']} with flag changes{share}, {kinds['unevaluable']} "
-                 f"unevaluable, {kinds['words']} in words\n")
+    kinds = remedy.remediate_all(records, table)
+    report.write(f"fixes: flags {kinds['flags']:,}, unevaluable {kinds['unevaluable']:,}, "
+                 f"words {kinds['words']:,}{fix_share(kinds)}\n")
 
 
 def cmd_server_args(args: argparse.Namespace, out: TextIO) -> int:

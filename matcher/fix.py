@@ -13,6 +13,7 @@ flag's value is written `--flag=v` or as the words after it up to the next `--fl
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 from collections.abc import Sequence
@@ -89,11 +90,18 @@ def _resolve(step: FixAction, captures: dict[str, str]) -> list[FixAction]:
     return out
 
 
+def resolved(way: Sequence[FixAction], captures: dict[str, str] | None = None
+             ) -> list[FixAction]:
+    """A way's steps with each flag named by a capture replaced by the flags the log names
+    (NeedsCaptures when the failure's captures lack it)."""
+    return [s for step in way for s in _resolve(step, captures or {})]
+
+
 def apply(argv: Sequence[str], way: Sequence[FixAction],
           captures: dict[str, str] | None = None) -> Fixed:
     """`argv` with the steps of one way out performed, in order; `captures`: the failure's,
     for steps that name their flag by a capture."""
-    way = [s for step in way for s in _resolve(step, captures or {})]
+    way = resolved(way, captures)
     head, groups = _split(argv)
     removed: list[str] = []
     added: list[str] = []
@@ -153,11 +161,8 @@ def choose(argv: Sequence[str], ways: Sequence[Sequence[FixAction]],
     NeedsCaptures when the first way names its flag by a capture the failure lacks."""
     results: list[tuple[int, Fixed]] = []
     for n, way in enumerate(ways, 1):
-        try:
+        with contextlib.suppress(NeedsCaptures):
             results.append((n, apply(argv, way, captures)))
-        except NeedsCaptures:
-            if n == 1 and len(ways) == 1:
-                raise
     if not results:
         return 1, apply(argv, ways[0], captures)  # raises NeedsCaptures, with its message
     for n, fixed in results:

@@ -233,3 +233,20 @@ def test_derived_fixes_change_real_failing_commands_and_are_proven():
             fixed += 1
     assert derived >= 30
     assert fixed >= 0.8 * derived, (fixed, derived)
+
+
+def test_choose_offers_the_way_that_changes_this_command_and_needs_no_value():
+    """A derived record lists one way per flag: the one on a flag the command gives comes
+    first; a way with a value left to fill in only when nothing else changes the command."""
+    from matcher.fix import choose
+
+    argv = command_of("int8_mamba_radix_lru")  # has --radix-cache-backend, not --enable-lmcache
+    absent = [FixAction("remove", "--enable-lmcache")]
+    present = [FixAction("remove", "--radix-cache-backend")]
+    placeholder = [FixAction("set", "--page-size", "<page size>")]
+    n, fixed = choose(argv, [absent, placeholder, present])
+    assert n == 3 and fixed.removed == ("--radix-cache-backend lru",)
+    n, fixed = choose(argv, [absent, placeholder])
+    assert n == 2 and fixed.placeholders == ("--page-size <page size>",)
+    n, fixed = choose(argv, [absent])
+    assert n == 1 and not fixed.changes

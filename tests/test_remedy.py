@@ -161,7 +161,7 @@ def test_three_valued_evaluation_agrees_with_python_on_the_catalogs_real_conditi
     """Over the generated catalog's conditions that read server arguments (their release's
     defaults, and the failing launches `derive` finds): wherever the evaluator says true or
     false, Python says the same; and it says something on most of them."""
-    checked = known = 0
+    checked = 0
     for record in generated():
         guard = record.get("guard") or {}
         if not guard.get("reads") or "arg_groups" not in record["filePath"] \
@@ -179,7 +179,6 @@ def test_three_valued_evaluation_agrees_with_python_on_the_catalogs_real_conditi
             if mine is None or theirs is None:
                 continue
             checked += 1
-            known += 1
             assert mine == theirs, (record["id"], guard["when"], w)
     assert checked > 1000
 

@@ -546,7 +546,7 @@ class _Walker(ast.NodeVisitor):
 
     def _read_through(self, test: ast.expr) -> str:
         """`test` with each local name replaced by what it was bound to, when that is a plain
-        read (an attribute, a subscript, a constant or a tuple/list/set of constants)."""
+        read (`remedy.readable`: an attribute, constants, operators, conversions)."""
         scope, use = self._scopes[-1], self._stmt
 
         class Inline(ast.NodeTransformer):
@@ -554,7 +554,7 @@ class _Walker(ast.NodeVisitor):
                 if not isinstance(node.ctx, ast.Load):
                     return node
                 value = scope.expr_of(node.id, use)
-                if value is not None and _plain_read(value):
+                if value is not None and remedy.readable(value):
                     return value
                 return node
 
@@ -633,29 +633,6 @@ class _Walker(ast.NodeVisitor):
         else:
             parts = message_parts(message, self._resolve)
         self._site("log", node.lineno, None, level, parts)
-
-
-_READ_CALLS = frozenset({"int", "float", "str", "bool", "len"})
-_STR_METHODS = frozenset({"upper", "lower", "strip", "startswith", "endswith"})
-
-
-def _plain_read(value: ast.expr) -> bool:
-    """An expression a condition may read through a local bound to it: attributes, constants,
-    operators, conversions (`int(x)`) and string methods (`(x or "").upper()`) — nothing that
-    runs code we cannot see."""
-    for node in ast.walk(value):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if node.keywords or not (
-                    (isinstance(func, ast.Name) and func.id in _READ_CALLS)
-                    or (isinstance(func, ast.Attribute) and func.attr in _STR_METHODS)):
-                return False
-        elif not isinstance(node, ast.Attribute | ast.Subscript | ast.Constant | ast.Name
-                            | ast.BoolOp | ast.BinOp | ast.UnaryOp | ast.Compare | ast.IfExp
-                            | ast.Tuple | ast.List | ast.Set | ast.expr_context | ast.boolop
-                            | ast.operator | ast.unaryop | ast.cmpop | ast.Load):
-            return False
-    return True
 
 
 def assert_line(node: ast.Assert) -> int:

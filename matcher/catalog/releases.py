@@ -230,7 +230,8 @@ def extract_wheel(wheel: Path, *, cache_dir: Path | None = None) -> ReleaseExtra
     wheel's sha256 and the extractor's code, so a rebuild reads instead of parsing again."""
     data = wheel.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    code = code_fingerprint("matcher.catalog.extract", "matcher.catalog.patterns")
+    code = code_fingerprint("matcher.catalog.extract", "matcher.catalog.patterns",
+                            "matcher.catalog.remedy")
     cached = (cache_dir / "extracted" / f"{sha[:32]}-{code}.json") if cache_dir else None
     if cached is not None and cached.is_file():
         try:

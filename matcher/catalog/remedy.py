@@ -26,11 +26,12 @@ import math
 import operator
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from matcher.catalog.server_args import ArgSpec
+from matcher.catalog.server_args import ArgSpec, ServerArgsTable, flags_of
 
 _UNKNOWN = object()  # a value the condition depends on that is not a server argument
 
@@ -102,9 +103,31 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
     ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
 }
-_CALLS: dict[str, Callable[..., Any]] = {"len": len, "int": int, "float": float, "str": str,
-                                         "bool": bool, "abs": abs, "min": min, "max": max}
-_METHODS = frozenset({"startswith", "endswith", "lower", "upper", "strip", "split"})
+_CONVERSIONS: dict[str, Callable[..., Any]] = {"len": len, "int": int, "float": float,
+                                               "str": str, "bool": bool}
+_CALLS: dict[str, Callable[..., Any]] = {**_CONVERSIONS, "abs": abs, "min": min, "max": max}
+_STR_METHODS = frozenset({"startswith", "endswith", "lower", "upper", "strip"})
+_METHODS = _STR_METHODS | {"split"}
+
+
+def readable(value: ast.expr) -> bool:
+    """An expression a condition may read through a local bound to it (`catalog extract`
+    inlines it): attributes, constants, operators, conversions (`int(x)`) and string methods
+    (`(x or "").upper()`) — what the evaluator reads, and nothing that runs code we cannot
+    see."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if node.keywords or not (
+                    (isinstance(func, ast.Name) and func.id in _CONVERSIONS)
+                    or (isinstance(func, ast.Attribute) and func.attr in _STR_METHODS)):
+                return False
+        elif not isinstance(node, ast.Attribute | ast.Subscript | ast.Constant | ast.Name
+                            | ast.BoolOp | ast.BinOp | ast.UnaryOp | ast.Compare | ast.IfExp
+                            | ast.Tuple | ast.List | ast.Set | ast.expr_context | ast.boolop
+                            | ast.operator | ast.unaryop | ast.cmpop):
+            return False
+    return True
 
 
 class Evaluator:
@@ -155,12 +178,12 @@ class Evaluator:
             return {"True": True, "False": False, "None": None}.get(node.id, _UNKNOWN)
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             items = [self.value(e, values) for e in node.elts]
-            if any(i is _UNKNOWN or i is CHOSEN for i in items):
+            if any(_opaque(i) for i in items):
                 return _UNKNOWN
             return tuple(items) if not isinstance(node, ast.Set) else frozenset(items)
         if isinstance(node, ast.BoolOp):
             items = [self.value(e, values) for e in node.values]
-            if any(i is _UNKNOWN or i is CHOSEN for i in items):
+            if any(_opaque(i) for i in items):
                 return _UNKNOWN
             out = items[0]
             for i in items[1:]:
@@ -171,7 +194,7 @@ class Evaluator:
             if isinstance(node.op, ast.Not):
                 return _UNKNOWN if t is None else not t
             v = self.value(node.operand, values)
-            if v is _UNKNOWN or v is CHOSEN:
+            if _opaque(v):
                 return _UNKNOWN
             return -v if isinstance(node.op, ast.USub) else +v if isinstance(node.op, ast.UAdd) \
                 else _UNKNOWN
@@ -250,7 +273,7 @@ def _constants(condition: ast.expr, field: str, args: Mapping[str, ArgSpec],
         terms = [node.left, *node.comparators]
         if not any(_reads_field(t, field, args, inside) for t in terms):
             continue
-        for op, t in zip([None, *node.ops], terms):
+        for t in terms:
             if isinstance(t, ast.Constant):
                 vals = [t.value]
             elif isinstance(t, (ast.Tuple, ast.List, ast.Set)):
@@ -265,7 +288,6 @@ def _constants(condition: ast.expr, field: str, args: Mapping[str, ArgSpec],
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     step = 1 if isinstance(v, int) else 0.1
                     out.extend([v - step, v + step])
-            del op
     return out + _method_constants(condition, field, args, inside)
 
 
@@ -342,8 +364,7 @@ def _values(spec: ArgSpec, condition: ast.expr, args: Mapping[str, ArgSpec],
         out.append(CHOSEN)
     unique: list[Any] = []
     for v in out:
-        if _accepts(spec, v) and not any(v is u or (type(v) is type(u) and v == u)
-                                         for u in unique):
+        if _accepts(spec, v) and all(_differs(v, u) for u in unique):
             unique.append(v)
     return unique
 
@@ -358,9 +379,15 @@ class Step:
     op: str  # "remove" | "add" | "set"
     value: Any = None
 
+    @property
+    def values(self) -> tuple[Any, ...]:
+        """The values a `set` may take, the preferred first (one, unless `_Alternatives`)."""
+        return tuple(self.value) if isinstance(self.value, _Alternatives) else (self.value,)
+
     def apply(self, values: dict[str, Any], args: Mapping[str, ArgSpec]) -> None:
+        """The preferred value (the default, for `remove`) into `values`."""
         spec = args[self.field]
-        values[self.field] = spec.default if self.op == "remove" else self.value
+        values[self.field] = spec.default if self.op == "remove" else self.values[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,7 +424,7 @@ def _witnesses(ev: Evaluator, cond: ast.expr, defaults: Mapping[str, Any],
                     if any(not _differs(values[f], defaults[f]) for f in combo):
                         continue
                     t = ev.truth(cond, values)
-                    if t is want or (want is None and t is None):
+                    if t is want:
                         found.append(values)
                         if len(found) >= limit:
                             return found
@@ -440,9 +467,8 @@ def derive(when: str, args: Mapping[str, ArgSpec], path: str) -> Derived:
     if not fields:
         return Derived((), (), (), None)
     ev = Evaluator(args, path)
-    defaults = {f: args[f].default for f in fields}
     options = {f: _values(args[f], cond, args, path) for f in fields}
-    witnesses = _witnesses(ev, cond, defaults, options)
+    witnesses = _witnesses(ev, cond, {f: args[f].default for f in fields}, options)
     if not witnesses:
         return Derived(tuple(fields), (), (), "no launch with these flags fails here "
                                                "(the condition also reads values that are not "
@@ -501,8 +527,7 @@ def _each_term(cond: ast.expr, args: Mapping[str, ArgSpec], path: str, ev: Evalu
         if not sub.ways:
             return []
         for step in sub.ways[0]:
-            if isinstance(step.value, _Alternatives):
-                step = Step(step.field, step.op, step.value[0])
+            step = Step(step.field, step.op, step.values[0])
             if steps.setdefault(step.field, step) != step:
                 return []  # two terms want the same flag two ways
     way = tuple(steps.values())
@@ -517,20 +542,10 @@ def _best(ways: list[tuple[Step, ...]], witnesses: Sequence[Mapping[str, Any]],
         op_rank = {"remove": 0, "add": 1, "set": 2}
         return (len(way), sum(op_rank[s.op] + (1 if s.value is CHOSEN else 0) for s in way))
 
-    chosen: list[tuple[Step, ...]] = []
-    seen_fields: set[tuple[str, ...]] = set()
-    by_fields: dict[tuple[str, ...], list[tuple[Step, ...]]] = {}
+    by_fields: dict[tuple[str, ...], list[tuple[Step, ...]]] = {}  # in rank order
     for way in sorted(ways, key=rank):
         by_fields.setdefault(tuple(s.field for s in way), []).append(way)
-    for way in sorted(ways, key=rank):
-        key = tuple(s.field for s in way)
-        if key in seen_fields:
-            continue
-        seen_fields.add(key)
-        chosen.append(_merged_sets(by_fields[key]))
-        if len(chosen) >= keep:
-            break
-    return chosen
+    return [_merged_sets(group) for group in list(by_fields.values())[:keep]]
 
 
 def _merged_sets(ways: list[tuple[Step, ...]]) -> tuple[Step, ...]:
@@ -565,11 +580,10 @@ def fix_action(step: Step, spec: ArgSpec) -> dict[str, Any]:
         return {"op": "remove", "flag": flag, **extra}
     if step.op == "add":
         return {"op": "add", "flag": flag, **extra}
-    values = step.value if isinstance(step.value, _Alternatives) else (step.value,)
+    values = step.values
     first = values[0]
     if spec.boolean_optional and isinstance(first, bool):
-        name = flag if first else "--no-" + flag.removeprefix("--")
-        return {"op": "add", "flag": name}
+        return {"op": "add", "flag": _switch_name(spec, first)}
     if first is CHOSEN:
         return {"op": "set", "flag": flag, "value": f"<{spec.dest.replace('_', ' ')}>", **extra}
     concrete = [v for v in values if v is not CHOSEN]
@@ -577,6 +591,11 @@ def fix_action(step: Step, spec: ArgSpec) -> dict[str, Any]:
     if len(concrete) > 1 and spec.choices is not None:  # a number: the values tried, not all
         out["oneOf"] = [_word(v) for v in concrete]
     return out
+
+
+def _switch_name(spec: ArgSpec, on: bool) -> str:
+    """`--x` or `--no-x`: how a `--x/--no-x` flag (BooleanOptionalAction) is given `on`."""
+    return spec.flag if on else "--no-" + spec.flag.removeprefix("--")
 
 
 def _short(text: str | None, limit: int = 90) -> str:
@@ -601,11 +620,10 @@ def solution(way: Sequence[Step], args: Mapping[str, ArgSpec]) -> str:
         elif step.op == "add":
             parts.append(f"add {spec.flag}{about}")
         else:
-            values = step.value if isinstance(step.value, _Alternatives) else (step.value,)
+            values = step.values
             concrete = [_word(v) for v in values if v is not CHOSEN]
-            if spec.boolean_optional and values[0] is not CHOSEN and isinstance(values[0], bool):
-                name = spec.flag if values[0] else "--no-" + spec.flag.removeprefix("--")
-                parts.append(f"pass {name}{about}")
+            if spec.boolean_optional and isinstance(values[0], bool):
+                parts.append(f"pass {_switch_name(spec, values[0])}{about}")
             elif values[0] is CHOSEN:
                 parts.append(f"set {spec.flag} to a value{about}")
             elif len(concrete) > 1 and spec.choices is not None:
@@ -631,15 +649,14 @@ def example_fix(way: Sequence[Step], witness: Mapping[str, Any],
             if spec.switch is not None:
                 out.append(spec.flag)
             elif spec.boolean_optional and isinstance(value, bool):
-                out.append(spec.flag if value else "--no-" + spec.flag.removeprefix("--"))
+                out.append(_switch_name(spec, value))
             else:
                 out.append(f"{spec.flag} {_word(value)}")
         return out
 
     fixed = dict(witness)
     for step in way:
-        value = step.value[0] if isinstance(step.value, _Alternatives) else step.value
-        Step(step.field, step.op, value).apply(fixed, args)
+        step.apply(fixed, args)
     before, after = flags(witness), flags(fixed)
     return f"# before\n{' '.join(before) or '(these flags at their defaults)'}\n" \
            f"# after\n{' '.join(after) or '(these flags at their defaults)'}"
@@ -706,6 +723,22 @@ def remediate(record: dict[str, Any], args: Mapping[str, ArgSpec]) -> Derived | 
     return derived
 
 
+def remediate_all(records: Sequence[dict[str, Any]],
+                  table: ServerArgsTable | None) -> Counter[str]:
+    """`remediate` each record with the flags of the newest release it is in; how many got
+    flag changes, are unevaluable, or are fixed in words (`fix_share` renders it)."""
+    from matcher.catalog.versions import parse_range
+
+    kinds: Counter[str] = Counter()
+    for record in records:
+        versions = record.get("sglangVersions") or []
+        newest = parse_range(versions[-1])[1] if versions else None
+        remediate(record, table.at(newest) if table is not None and newest else {})
+        kinds["flags" if record.get("fixActions") else
+              "unevaluable" if (record.get("guard") or {}).get("reads") else "words"] += 1
+    return kinds
+
+
 def named_first(ways: Sequence[tuple[Step, ...]], message: str,
                 args: Mapping[str, ArgSpec]) -> list[tuple[Step, ...]]:
     """The ways on a flag the message itself names first ("… Omit --radix-cache-backend.",
@@ -722,18 +755,12 @@ def when_of(kind: str, condition: str) -> str:
     return f"not ({condition})" if kind == "assert" else condition
 
 
-def witness_flags(witness: Mapping[str, Any], args: Mapping[str, ArgSpec]) -> Iterable[str]:
-    for field, value in witness.items():
-        if _differs(value, args[field].default):
-            yield field
-
-
 # --- the check: a stored fix, read back, on the launches that fail ---------------------------
 
 def steps_of(way: Sequence[Mapping[str, Any]], args: Mapping[str, ArgSpec]) -> tuple[Step, ...]:
     """A `fixActions` way (as stored) back as steps on fields; KeyError for a flag the release
     does not have."""
-    by_flag = {flag: spec for spec in args.values() for flag in spec.flags}
+    by_flag = flags_of(args.values())
     out = []
     for action in way:
         flag = action["flag"]
@@ -770,9 +797,8 @@ def proven(when: str, path: str, args: Mapping[str, ArgSpec],
     cond = ast.parse(when, mode="eval").body
     fields = reads(cond, args, path)
     ev = Evaluator(args, path)
-    defaults = {f: args[f].default for f in fields}
-    witnesses = _witnesses(ev, cond, defaults, {f: _values(args[f], cond, args, path)
-                                                for f in fields})
+    witnesses = _witnesses(ev, cond, {f: args[f].default for f in fields},
+                           {f: _values(args[f], cond, args, path) for f in fields})
     steps = steps_of(way, args)
     for step in steps:  # a step on a field the condition does not read: that field too
         for w in witnesses:

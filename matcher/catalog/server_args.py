@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matcher.catalog.versions import compact_ranges, in_ranges, sort_versions
+from matcher.catalog.versions import compact_ranges, in_ranges, sort_versions, version_key
 
 SCHEMA_VERSION = 1
 
@@ -83,8 +83,8 @@ class ServerArgsTable:
         """The arguments of `version`; a release the table lacks gets the nearest older one's
         (or the oldest), so a record of a newer release than the table still gets flags."""
         if version not in self.releases:
-            older = [v for v in self.releases
-                     if sort_versions([v, version])[0] == v] or [self.releases[0]]
+            key = version_key(version)
+            older = [v for v in self.releases if version_key(v) <= key] or [self.releases[0]]
             version = older[-1]
         cached = self._at.get(version)
         if cached is None:
