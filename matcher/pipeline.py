@@ -36,7 +36,7 @@ from matcher.decode import (
 )
 from matcher.engine import Engine
 from matcher.framing import Framer
-from matcher.types import Chunk, Event, Line, Match, Record
+from matcher.types import Chunk, Event, Fed, Line, Match, Record
 
 
 # Which lines of a container format a sparse read may pass over (plain text: any).
@@ -53,6 +53,13 @@ class PipelineStats:
     by_source_lines: dict[str, int] = field(default_factory=dict)
     by_source_malformed: dict[str, int] = field(default_factory=dict)
     by_source_format: dict[str, str] = field(default_factory=dict)  # as decided for each source
+
+
+@dataclass(slots=True)
+class _Step:
+    lines: int = 0
+    truncated: int = 0
+    malformed: int = 0
 
 
 class Pipeline:
@@ -82,6 +89,7 @@ class Pipeline:
         self.flush_after = flush_after
         self.input_format = input_format
         self.stats = PipelineStats()
+        self._step = _Step()  # what the current `feed_counted` step counted
         self._splitters: dict[str, LineSplitter] = {}
         self._decoders: dict[str, LineDecoder] = {}
         self._framers: dict[str, Framer] = {}
@@ -142,6 +150,17 @@ class Pipeline:
         self._count_skipped(source, splitter.skipped - skipped)
         self._positions[source] = splitter.position
         return self._records(records, now)
+
+    def feed_counted(self, chunk: Chunk, now: float = 0.0) -> Fed:
+        """`feed`, with what this chunk's lines counted (the daemon's per-source series)."""
+        self._step = _Step()
+        events = self.feed(chunk, now)
+        return Fed(events, self._step.lines, self._step.truncated, self._step.malformed)
+
+    def feed_lines_counted(self, source: str, lines: Iterable[Line], now: float = 0.0) -> Fed:
+        self._step = _Step()
+        events = self.feed_lines(source, lines, now)
+        return Fed(events, self._step.lines, self._step.truncated, self._step.malformed)
 
     def feed_lines(self, source: str, lines: Iterable[Line], now: float = 0.0) -> list[Event]:
         """Lines already decoded by their source (the journal): they enter at the framer."""
@@ -284,6 +303,7 @@ class Pipeline:
 
     def _count_malformed(self, source: str, bad: int) -> None:
         if bad:
+            self._step.malformed += bad
             self.stats.lines_malformed += bad
             self.stats.by_source_malformed[source] = \
                 self.stats.by_source_malformed.get(source, 0) + bad
@@ -367,12 +387,16 @@ class Pipeline:
         return out
 
     def _count(self, source: str, lines: list[Line]) -> None:
+        truncated = sum(1 for line in lines if line.truncated)
+        self._step.lines += len(lines)
+        self._step.truncated += truncated
         self.stats.lines += len(lines)
         self.stats.by_source_lines[source] = self.stats.by_source_lines.get(source, 0) + len(lines)
-        self.stats.lines_truncated += sum(1 for line in lines if line.truncated)
+        self.stats.lines_truncated += truncated
 
     def _count_skipped(self, source: str, n: int) -> None:
         if n:
+            self._step.lines += n
             self.stats.lines += n
             self.stats.by_source_lines[source] = self.stats.by_source_lines.get(source, 0) + n
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from matcher.catalog.schema import CatalogRecord
+    from matcher.source.checkpoint import CheckpointState
 
 Stream = Literal["stdout", "stderr", ""]
 
@@ -130,15 +131,81 @@ class Event:
     sglang_version: str | None = None  # the release (or range) that wrote it, when known
 
 
+@dataclass(frozen=True, slots=True)
+class Fed:
+    """One step of the pipeline: the events it made, and what it counted while making them.
+
+    The counts travel with the events so that no caller has to diff the pipeline's totals
+    before and after a step to know what this step read."""
+
+    events: list[Event]
+    lines: int = 0
+    truncated: int = 0  # lines cut at `max_line_bytes`
+    malformed: int = 0  # lines not in their source's container format (read as plain text)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Events on their way to the sinks.
+
+    `events` holds every event, repeats within the rate limit included (metrics count them);
+    `printed` those not quiet, and `dicts` their emitted form, redacted once for every sink."""
+
+    events: tuple[Event, ...]
+    printed: tuple[Event, ...]
+    dicts: tuple[dict[str, Any], ...]
+
+
+class Intake(Protocol):
+    """What a `Source` hands its input to: the daemon, which feeds the pipeline and passes
+    the events it makes to the sinks. Sources never see the pipeline or the sinks."""
+
+    def chunk(self, chunk: Chunk, now: float) -> Fed: ...
+
+    def lines(self, source: str, lines: list[Line], now: float) -> Fed: ...
+
+    def end(self, source: str, now: float) -> None: ...
+
+    def flush_partial(self, source: str, now: float) -> None: ...
+
+    def checkpoint_offset(self, source: str) -> int | None: ...
+
+    def partial_line_start(self, source: str) -> int | None: ...
+
+
 class Source(Protocol):
-    """Something that yields chunks of log bytes (a file across rotation, stdin, the journal)."""
+    """Log input: a set of files across rotation, stdin, or one journal unit.
+
+    `read` takes one bounded turn (so one busy source cannot starve the others) and says
+    whether it read anything; `save` writes its positions — the ones `Intake.checkpoint_offset`
+    vouches for — into the checkpoint state and says whether they moved; `finished` is true
+    once it can give nothing more (stdin at EOF); `close` drains what is there and releases it.
+    """
 
     name: str
 
-    def read(self) -> list[Chunk]: ...
+    def read(self, now: float, intake: Intake) -> bool: ...
+
+    def save(self, state: CheckpointState, intake: Intake, wall: float) -> bool: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    def close(self, intake: Intake, now: float) -> None: ...
 
 
 class Sink(Protocol):
-    """Something that accepts events; returning means they are durably handed on."""
+    """Event output: stdout, the events file, the `/events` ring, the metrics, the webhook.
 
-    def accept(self, events: list[Event]) -> None: ...
+    `emit` hands a batch on; `flush` makes what was emitted durable (the daemon flushes every
+    sink that `holds_checkpoint` before it saves read positions, so a position is never saved
+    ahead of the events of the lines before it); `close` flushes and releases."""
+
+    name: str
+    holds_checkpoint: bool
+
+    def emit(self, batch: Batch) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
