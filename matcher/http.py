@@ -59,6 +59,8 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from matcher.types import Batch
+
 MAX_HEAD_BYTES = 8 * 1024
 MAX_CONNECTIONS = 64  # Prometheus, a probe or two and people: far fewer at once
 REQUEST_DEADLINE = 10.0  # seconds; Prometheus's default scrape timeout is 10 s too
@@ -97,6 +99,26 @@ class EventRing:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    # -- Sink: `/events` serves what was printed ----------------------------------------------
+
+    name = "events_ring"
+    holds_checkpoint = False  # memory only: nothing to make durable
+
+    def emit(self, batch: Batch) -> None:
+        self.extend(batch.dicts)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def resized(self, maxlen: int) -> EventRing:
+        """A ring of another size holding the newest of these events (a reload)."""
+        ring = EventRing(maxlen)
+        ring.extend(self.recent(self.maxlen))
+        return ring
 
 
 def parse_address(addr: str) -> tuple[str, int]:

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 import structlog
 
 from matcher.redact import Redactor
-from matcher.types import Event
+from matcher.types import Batch, Event
 
 
 def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
@@ -57,7 +57,14 @@ class EventWriter:
     daemon's diagnostics (stderr) and its events (stdout) never mix.
     """
 
-    def __init__(self, stream: TextIO, redactor: Redactor, fmt: str = "json") -> None:
+    holds_checkpoint = True  # a write blocks (a full pipe stops reading); flushed before saving
+
+    def __init__(self, stream: TextIO, redactor: Redactor, fmt: str = "json", *,
+                 name: str = "stdout", owns_stream: bool = False) -> None:
+        self.name = name
+        self.format = fmt
+        self._stream = stream
+        self._owns_stream = owns_stream
         self._redactor = redactor
         renderer: Any = (
             structlog.dev.ConsoleRenderer(colors=False, sort_keys=False)
@@ -76,6 +83,22 @@ class EventWriter:
             fields = dict(d)
             name = fields.pop("event")
             self._log.msg(name, **fields)
+
+    # -- Sink --------------------------------------------------------------------------------
+
+    def emit(self, batch: Batch) -> None:
+        self.write(list(batch.dicts))
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except ValueError:
+            pass  # closed
+
+    def close(self) -> None:
+        self.flush()
+        if self._owns_stream:
+            self._stream.close()
 
 
 def _dumps(obj: Any, **kw: Any) -> str:

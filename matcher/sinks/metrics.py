@@ -30,7 +30,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from matcher.types import Event
+from matcher.types import Batch, Event
 
 OTHER = "other"
 LAYERS = ("generated", "curated", "user")
@@ -175,6 +175,20 @@ class MetricsSink:
                 continue
             self._errors.labels(**self._error_labels(record)).inc(n)
             self._last.labels(pattern_id=record.id, **self._static).set(now)
+
+    # -- Sink: every event counts, printed or rate-limited -----------------------------------
+
+    name = "metrics"
+    holds_checkpoint = False  # counters live in memory; a scrape reads them
+
+    def emit(self, batch: Batch) -> None:
+        self.accept(list(batch.events))
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
     def reload(self, catalog: CatalogLike, *, catalog_version: str | None = None) -> None:
         """Take a new catalog: counters kept, zero series added for its new curated records.

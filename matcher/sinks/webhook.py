@@ -32,7 +32,7 @@ from matcher.backoff import Backoff
 from matcher.redact import Redactor
 from matcher.sinks.events import event_dict
 from matcher.telemetry import Telemetry
-from matcher.types import Event
+from matcher.types import Batch, Event
 
 _Outcome = Literal["ok", "retry", "rejected"]
 _RETRY_STATUS = frozenset({408, 429})
@@ -88,6 +88,17 @@ class WebhookSink:
         self._thread.start()
 
     # -- the Sink side: never blocks ------------------------------------------------------
+
+    name = "webhook"
+    # A notification, not the record: what it cannot send is counted, never waited for, so
+    # positions are saved without it (stdout and the counters have every event).
+    holds_checkpoint = False
+
+    def emit(self, batch: Batch) -> None:
+        self.accept(list(batch.printed))
+
+    def flush(self) -> None:
+        pass  # delivery is the thread's; `close` waits for it
 
     def accept(self, events: list[Event]) -> None:
         dropped = 0
