@@ -234,11 +234,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    """Build the topology the config describes (`--check`: and stop there), then run it.
+
+    A bad setting, flag or environment value, a port that cannot be bound, an events file that
+    cannot be opened: one line naming it and what to do, exit 2, before anything is read."""
     from matcher.config import ConfigError, load_config
-    from matcher.daemon import Daemon
+    from matcher.daemon import Daemon, Wakeup, stderr_logger
+    from matcher.topology import Hooks, build
 
     read_stdin = "-" in args.paths
     paths = [p for p in args.paths if p != "-"]
+    bad_labels = [x for x in args.label or () if "=" not in x or x.startswith("=")]
+    if bad_labels:
+        raise UsageError(f"--label {bad_labels[0]!r}: the form is --label NAME=VALUE "
+                         "(for example --label cluster=prod)")
     flags = {
         "paths": paths or ([] if read_stdin else None),
         "from_beginning": args.from_beginning,
@@ -256,22 +265,25 @@ def cmd_watch(args: argparse.Namespace) -> int:
         "webhook_url": args.webhook_url,
         "labels": dict(x.split("=", 1) for x in args.label) if args.label else None,
     }
-    if args.label and any("=" not in x for x in args.label):
-        raise UsageError("--label takes NAME=VALUE")
+    log = stderr_logger()
+    wakeup = Wakeup()
+    daemon: Daemon | None = None
+    hooks = Hooks(wake=wakeup.set, should_stop=lambda: daemon is not None and daemon.stopping)
     try:
         config = load_config(file=args.config, flags=flags)
+        topology = build(config, log=log, hooks=hooks,
+                         stdin=sys.stdin.buffer if read_stdin else None)
     except ConfigError as e:
         print(f"sglang-matcher: invalid configuration: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.check:
-        from matcher.daemon import load_checked_catalog
-
-        catalog = load_checked_catalog(config)
+        topology.close()  # built — port bound, files opened — and released, nothing read
         _warn_unmatched(config.paths, config.exclude)
+        catalog = topology.catalog
         print(f"configuration ok: {len(config.paths)} path patterns, state in {config.state_dir}, "
               f"catalog {catalog.version} with {len(catalog.records)} records")
         return EXIT_OK
-    daemon = Daemon(config, config_file=args.config, flags=flags, read_stdin=read_stdin)
+    daemon = Daemon(topology, log=log, wakeup=wakeup, config_file=args.config, flags=flags)
     daemon.install_signal_handlers()
     return daemon.run()
 

@@ -21,7 +21,16 @@ LOG_FORMATS = ("json", "console")
 
 
 class ConfigError(Exception):
-    """A setting has a value that cannot be used; the message names it and its origin."""
+    """A setting has a value that cannot be used; the message names it and its origin, the
+    hint (when there is one) what to do. Printed as one line, exit code 2."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} — {self.hint}" if self.hint else self.message
 
 
 def default_state_dir() -> Path:

@@ -179,7 +179,8 @@ class Source(Protocol):
     `read` takes one bounded turn (so one busy source cannot starve the others) and says
     whether it read anything; `save` writes its positions — the ones `Intake.checkpoint_offset`
     vouches for — into the checkpoint state and says whether they moved; `finished` is true
-    once it can give nothing more (stdin at EOF); `close` drains what is there and releases it.
+    once it can give nothing more (stdin at EOF); `close` releases it (after the final save:
+    draining is reading until `read` says nothing was left).
     """
 
     name: str
@@ -191,7 +192,7 @@ class Source(Protocol):
     @property
     def finished(self) -> bool: ...
 
-    def close(self, intake: Intake, now: float) -> None: ...
+    def close(self) -> None: ...
 
 
 class Sink(Protocol):

@@ -44,8 +44,5 @@ class JournalUnit:
         state.journal[self.name] = cursor
         return True
 
-    def close(self, intake: Intake, now: float) -> None:
-        for _ in range(100):
-            if not self.read(now, intake):
-                break
+    def close(self) -> None:
         self.journal.close()

@@ -148,14 +148,8 @@ class FileSource:
     def tracked_keys(self) -> set[str]:
         return {f.identity.key for f in self.files.files.values()}
 
-    def close(self, intake: Intake, now: float) -> None:
-        """Stop watching, read what is there (bounded), and close every file."""
+    def close(self) -> None:
         self.stop_watching()
-        for _ in range(1000):
-            if not self.read_round(now, intake):
-                break
-
-    def release(self) -> None:
         self.files.close_all()
 
     # -- discovery ---------------------------------------------------------------------------
@@ -405,6 +399,8 @@ class FileSource:
         self._events_cover_all = covered == len(self.config.paths)
 
     def stop_watching(self) -> None:
+        """Also at shutdown, before the last reads: without inotify every turn is a sweep."""
+        self._events_cover_all = False
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()

@@ -1,0 +1,393 @@
+"""Everything `watch` runs, built from one `Config` in one place.
+
+`build` constructs the sources, the pipeline and the sinks — opening the events file, binding
+the metrics port, compiling the redaction patterns and the catalog — and turns anything wrong
+into one `ConfigError` (the setting, what is wrong, what to do) or `CatalogError`. Nothing is
+read and no position is written until `Daemon.run`. So `watch --check` is `build` then
+`close`: it rejects exactly what `watch` would, port in use included, and under systemd's
+`ExecStartPre=… --check` a bad config fails once, with its reason, instead of crash-looping.
+
+SIGHUP builds again with the running topology as `previous`: what did not change is kept
+(the bound server, the webhook's queue, the open events file, a journal unit's reader), what
+did is made anew, and what read positions, counters and held events depend on — the files
+followed, the checkpoint state, the metrics registry — carries over. A new build that fails
+leaves the running topology untouched. Three settings cannot change without a restart, and a
+change to one is logged (`setting_not_reloaded`): `state_dir`, `labels`, `labels_from_env`
+(every series carries the labels by name; Prometheus cannot rename them in place).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any, BinaryIO, TextIO
+
+import prometheus_client
+import regex
+from prometheus_client import CollectorRegistry
+
+from matcher import __version__, limits
+from matcher.catalog import Catalog, CatalogError, load_catalog
+from matcher.config import Config, ConfigError
+from matcher.engine import Engine
+from matcher.http import EventRing, HttpServer, parse_address
+from matcher.pipeline import Pipeline
+from matcher.redact import Redactor
+from matcher.release import catalog_version_setting
+from matcher.sinks.events import EventWriter
+from matcher.sinks.metrics import MetricsSink
+from matcher.sinks.webhook import WebhookSink
+from matcher.source.checkpoint import CheckpointState, CheckpointStore
+from matcher.source.journal_unit import JournalUnit
+from matcher.source.journald import JournalSource
+from matcher.source.stdin import StdinSource
+from matcher.source.tail import FileSource, descriptor_budget
+from matcher.telemetry import Logger, Telemetry
+from matcher.types import Sink, Source
+
+# Settings a reload cannot apply (see the module docstring); a change to one is logged.
+NOT_RELOADABLE = ("state_dir", "labels", "labels_from_env")
+
+
+@dataclass(slots=True)
+class Hooks:
+    """How what `build` makes reaches the loop that will run it: `wake` cuts its sleep short
+    (inotify's thread calls it), `should_stop` ends a long directory walk at SIGTERM."""
+
+    wake: Callable[[], None] = lambda: None
+    should_stop: Callable[[], bool] = lambda: False
+
+
+@dataclass(slots=True)
+class Topology:
+    """What one configuration runs: sources → pipeline → sinks, and what watches them."""
+
+    config: Config
+    catalog: Catalog
+    redactor: Redactor
+    pipeline: Pipeline
+    registry: CollectorRegistry
+    telemetry: Telemetry
+    metrics: MetricsSink
+    ring: EventRing
+    http: HttpServer | None
+    webhook: WebhookSink | None
+    events_file: EventWriter | None
+    stdout: EventWriter
+    files: FileSource
+    stdin: StdinSource | None
+    journals: list[JournalUnit]
+    store: CheckpointStore
+    state: CheckpointState
+    max_open_files: int
+    nofile: tuple[int, int]
+    not_reloaded: list[str] = field(default_factory=list)  # settings a reload left as they were
+
+    @property
+    def sources(self) -> list[Source]:
+        out: list[Source] = [self.files]
+        if self.stdin is not None:
+            out.append(self.stdin)
+        out.extend(self.journals)
+        return out
+
+    @property
+    def sinks(self) -> list[Sink]:
+        """In the order they get each batch: counted first, then printed, then sent."""
+        out: list[Sink] = [self.metrics, self.stdout]
+        if self.events_file is not None:
+            out.append(self.events_file)
+        out.append(self.ring)
+        if self.webhook is not None:
+            out.append(self.webhook)
+        return out
+
+    def close(self) -> None:
+        """Release everything without running: `--check`, or a build that is not used."""
+        for sink in self.sinks:
+            if sink is not self.stdout:
+                sink.close()
+        if self.http is not None:
+            self.http.stop()
+        for source in self.sources:
+            source.close()
+
+
+def load_checked_catalog(config: Config) -> Catalog:
+    catalog = load_catalog(builtin=config.builtin_catalog, user_paths=list(config.catalogs),
+                           generated=config.sglang_version != "none",
+                           sglang_version=catalog_version_setting(config.sglang_version))
+    if catalog.issues:
+        raise CatalogError(list(catalog.issues))
+    return catalog
+
+
+def new_pipeline(config: Config, catalog: Catalog, redactor: Redactor) -> Pipeline:
+    del redactor  # TODO(redaction): Pipeline(redactor=…) once the cut redacts first
+    return Pipeline(
+        Engine(catalog.records),
+        catalog_version=catalog.version,
+        labels=config.static_labels(),
+        window=config.aggregate_window,
+        max_line_bytes=config.max_line_bytes,
+        flush_after=config.partial_line_flush,
+        input_format=config.input_format,
+        repeat_interval=config.repeat_interval,
+        early=config.early_events,
+        rank_grace=config.rank_grace,
+        sglang_version=config.sglang_version,
+    )
+
+
+def build(
+    config: Config,
+    *,
+    log: Logger,
+    previous: Topology | None = None,
+    stdout: TextIO | None = None,
+    stdin: BinaryIO | None = None,
+    hooks: Hooks | None = None,
+    clock: Callable[[], float] | None = None,
+    wall: Callable[[], float] | None = None,
+) -> Topology:
+    """Everything `config` describes, ready to run; `ConfigError`/`CatalogError` if not.
+
+    `stdin`: read it as a source (`watch -`). `previous`: the running topology, at a reload —
+    it is not changed unless the build succeeds up to the last step, which adopts what it kept
+    (`retire` then closes what the new one no longer uses)."""
+    clock = clock or time.monotonic
+    wall = wall or time.time
+    hooks = hooks or Hooks()
+    undo: list[Callable[[], Any]] = []  # what this build opened, closed if a later step fails
+    try:
+        return _build(config, log=log, previous=previous, stdout=stdout or sys.stdout,
+                      stdin=stdin, hooks=hooks, clock=clock, wall=wall, undo=undo)
+    except BaseException:
+        for close in reversed(undo):
+            close()
+        raise
+
+
+def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: TextIO,
+           stdin: BinaryIO | None, hooks: Hooks, clock: Callable[[], float],
+           wall: Callable[[], float], undo: list[Callable[[], Any]]) -> Topology:
+    prev = previous
+    # 1. What can be wrong and costs nothing to find out, checked before anything is opened.
+    redactor = _redactor(config)
+    address = _address(config)
+    _check_webhook_url(config, redactor)
+    not_reloaded = [name for name in NOT_RELOADABLE
+                    if prev is not None and getattr(prev.config, name) != getattr(config, name)]
+    kept = config
+    if prev is not None and not_reloaded:  # run on with the values the series were made with
+        kept = dataclasses.replace(config, **{n: getattr(prev.config, n) for n in not_reloaded})
+    labels = kept.static_labels()
+
+    # 2. The catalog: the slow part, and the one most often wrong after an edit.
+    catalog = load_checked_catalog(kept)
+    pipeline = new_pipeline(kept, catalog, redactor)
+
+    # 3. Counters: one registry for the process, so a reload keeps every count.
+    if prev is not None:
+        registry, telemetry, metrics = prev.registry, prev.telemetry, prev.metrics
+        nofile = prev.nofile
+    else:
+        # Before anything is opened: a systemd service starts with a soft limit of 1024.
+        nofile = limits.raise_nofile_limit()
+        prometheus_client.disable_created_metrics()
+        registry = CollectorRegistry()
+        try:
+            telemetry = Telemetry(registry, log, labels, redactor=redactor)
+            metrics = MetricsSink(registry, catalog=catalog, static_labels=labels,
+                                  build_version=__version__, catalog_version=catalog.version)
+        except ValueError as e:
+            raise ConfigError(f"setting 'labels': {e}",
+                              "label names are letters, digits and _; not one the matcher's "
+                              "own series use") from e
+
+    # 4. Outputs that open something: each kept when its setting did not change.
+    ring = _ring(config, prev)
+    http = _http(config, address, registry, ring, prev, undo)
+    events_file = _events_file(config, redactor, prev, undo)
+    webhook = _webhook(config, redactor, telemetry, prev, undo)
+    writer = EventWriter(stdout, redactor, config.log_format)
+
+    # 5. Inputs, and where they were left.
+    if prev is not None:
+        store, state = prev.store, prev.state
+    else:
+        store = CheckpointStore(kept.state_dir)
+        state, problem = store.load()
+        if problem:
+            log.error("checkpoint_unreadable", detail=problem)
+    max_open = kept.max_open_files or descriptor_budget(
+        http.max_connections if http is not None else 0)
+    journals = _journals(config, state, telemetry, prev, undo)
+    stdin_source = prev.stdin if prev is not None else (
+        StdinSource(stdin, config.read_chunk_bytes) if stdin is not None else None)
+
+    # 6. Nothing below fails: adopt what was kept of `previous`.
+    if prev is not None:
+        files = prev.files
+        files.reconfigure(kept, telemetry, max_open)
+        metrics.reload(catalog)
+        telemetry._redactor = redactor
+    else:
+        files = FileSource(kept, state, telemetry, max_open_files=max_open, clock=clock,
+                           wall=wall, wake=hooks.wake, should_stop=hooks.should_stop)
+    return Topology(
+        config=kept, catalog=catalog, redactor=redactor, pipeline=pipeline, registry=registry,
+        telemetry=telemetry, metrics=metrics, ring=ring, http=http, webhook=webhook,
+        events_file=events_file, stdout=writer, files=files, stdin=stdin_source,
+        journals=journals, store=store, state=state, max_open_files=max_open, nofile=nofile,
+        not_reloaded=not_reloaded)
+
+
+def retire(old: Topology, new: Topology) -> None:
+    """After a reload: close what `old` had and `new` does not use."""
+    if old.http is not None and old.http is not new.http:
+        old.http.stop()
+    if old.webhook is not None and old.webhook is not new.webhook:
+        old.webhook.close()
+    if old.events_file is not None and old.events_file is not new.events_file:
+        old.events_file.close()
+    kept = {id(j) for j in new.journals}
+    for journal in old.journals:
+        if id(journal) not in kept:
+            journal.close()
+    old.stdout.flush()
+
+
+# -- one function per setting that can be wrong -----------------------------------------------
+
+def _redactor(config: Config) -> Redactor:
+    for pattern in config.redact_patterns:
+        try:
+            regex.compile(pattern)
+        except regex.error as e:
+            raise ConfigError(f"setting 'redact_patterns': {pattern!r} is not a valid regular "
+                              f"expression: {e}",
+                              "fix the pattern; a named group (?P<secret>…) says which part "
+                              "to mask") from e
+    return Redactor(config.redact_patterns)
+
+
+def _address(config: Config) -> tuple[str, int] | None:
+    if not config.metrics_addr:
+        return None
+    try:
+        return parse_address(config.metrics_addr)
+    except ValueError as e:
+        raise ConfigError(f"setting 'metrics_addr': {e}",
+                          "use HOST:PORT, [IPv6]:PORT or :PORT (all interfaces)") from e
+
+
+def _check_webhook_url(config: Config, redactor: Redactor) -> None:
+    if not config.webhook_url:
+        return
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(config.webhook_url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as e:
+        raise ConfigError(f"setting 'webhook_url': {redactor.text(config.webhook_url)!r} is "
+                          f"not a URL: {e}", "use http(s)://HOST[:PORT]/PATH") from e
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"setting 'webhook_url': {redactor.text(config.webhook_url)!r} is "
+                          "not an http:// or https:// URL with a host",
+                          "use http(s)://HOST[:PORT]/PATH")
+
+
+def _ring(config: Config, prev: Topology | None) -> EventRing:
+    if prev is None:
+        return EventRing(config.events_buffer)
+    if prev.ring.maxlen == config.events_buffer:
+        return prev.ring
+    return prev.ring.resized(config.events_buffer)
+
+
+def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRegistry,
+          ring: EventRing, prev: Topology | None,
+          undo: list[Callable[[], Any]]) -> HttpServer | None:
+    if address is None:
+        return None
+    if prev is not None and prev.http is not None \
+            and prev.config.metrics_addr == config.metrics_addr:
+        prev.http.events = ring  # a resized ring is served from the next request on
+        return prev.http
+    host, port = address
+    server = HttpServer(host, port, registry=registry, events=ring)
+    try:
+        server.start()
+    except OSError as e:
+        reason = e.strerror or str(e)
+        hint = ("another process has this port: stop it or choose another port"
+                if getattr(e, "errno", None) == 98 else
+                "use an address of this host (0.0.0.0 or :PORT for every interface)")
+        raise ConfigError(f"setting 'metrics_addr': cannot listen on "
+                          f"{config.metrics_addr}: {reason}", hint) from e
+    undo.append(server.stop)
+    return server
+
+
+def _events_file(config: Config, redactor: Redactor, prev: Topology | None,
+                 undo: list[Callable[[], Any]]) -> EventWriter | None:
+    if config.events_file is None:
+        return None
+    if prev is not None and prev.events_file is not None \
+            and prev.config.events_file == config.events_file:
+        return prev.events_file
+    try:
+        stream: IO[str] = open(config.events_file, "a", encoding="utf-8")  # noqa: SIM115
+    except OSError as e:
+        raise ConfigError(f"setting 'events_file': cannot open {config.events_file} for "
+                          f"appending: {e.strerror}",
+                          "create its directory, or give a path the matcher may write") from e
+    writer = EventWriter(stream, redactor, "json", name="events_file", owns_stream=True)
+    undo.append(writer.close)
+    return writer
+
+
+def _webhook(config: Config, redactor: Redactor, telemetry: Telemetry, prev: Topology | None,
+             undo: list[Callable[[], Any]]) -> WebhookSink | None:
+    if not config.webhook_url:
+        return None
+    if prev is not None and prev.webhook is not None \
+            and (prev.config.webhook_url, prev.config.redact_patterns) \
+            == (config.webhook_url, config.redact_patterns):
+        return prev.webhook
+    try:
+        sink = WebhookSink(config.webhook_url, redactor=redactor, telemetry=telemetry)
+    except ValueError as e:
+        raise ConfigError(f"setting 'webhook_url': {e}", "use http(s)://HOST[:PORT]/PATH") from e
+    undo.append(sink.close)
+    return sink
+
+
+def _journals(config: Config, state: CheckpointState, telemetry: Telemetry,
+              prev: Topology | None, undo: list[Callable[[], Any]]) -> list[JournalUnit]:
+    running = {}
+    if prev is not None and prev.config.journal_directory == config.journal_directory:
+        running = {j.name: j for j in prev.journals}
+    out: list[JournalUnit] = []
+    for unit in config.journal_units:
+        name = f"journal:{unit}"
+        if name in running:
+            running[name].telemetry = telemetry
+            out.append(running[name])
+            continue
+        try:
+            journal = JournalSource(
+                [unit], name=name, directory=config.journal_directory,
+                after_cursor=state.journal.get(name),
+                from_beginning=config.journal_from_beginning or config.from_beginning)
+        except ValueError as e:
+            raise ConfigError(f"setting 'journal_units': {unit!r}: {e}",
+                              "name a systemd unit, e.g. sglang.service") from e
+        out.append(JournalUnit(journal, telemetry))
+        undo.append(out[-1].close)
+    return out
