@@ -7,13 +7,16 @@ catalog examples failing; 2 — usage error, unreadable input, or an invalid cat
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
+import difflib
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from matcher import __version__
 from matcher.release import AUTO, catalog_version_setting
@@ -37,6 +40,102 @@ class UsageError(Exception):
     """Bad arguments or unreadable input: message to stderr, exit 2."""
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>.+?) \(choose from (?P<choices>.+)\)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors say "did you mean": a misspelled option or choice gets its nearest
+    spellings (`difflib`), after the usage of the (sub)command the mistake was made in."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._suggestion(message)}\n")
+
+    def _suggestion(self, message: str) -> str:
+        m = _INVALID_CHOICE.search(message)
+        if m:
+            try:
+                value = ast.literal_eval(m["value"])
+                choices = ast.literal_eval(f"[{m['choices']}]")
+            except (ValueError, SyntaxError):
+                return ""
+            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=3)
+            return f" — did you mean {' or '.join(close)}?" if close else ""
+        if message.startswith("unrecognized arguments: "):
+            options = [o for a in self._actions if a.help is not argparse.SUPPRESS
+                       for o in a.option_strings if o.startswith("--")]
+            hints = []
+            for arg in message.removeprefix("unrecognized arguments: ").split():
+                if arg.startswith("-"):
+                    close = difflib.get_close_matches(arg.split("=", 1)[0], options, n=1)
+                    hints += [f"did you mean {c}?" for c in close]
+            return f" — {'; '.join(hints)}" if hints else ""
+        return ""
+
+
+class SubcommandParser(Parser):
+    """A subcommand's parser: what it does not recognize is its error, said with its usage
+    (argparse hands a subparser's leftovers to the top-level parser, whose usage says nothing
+    of the subcommand's options)."""
+
+    _args: Sequence[str] = ()
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._args = list(args or ())
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(self, message: str) -> NoReturn:
+        # `fix --pattren X`: "one of --log --pattern is required" hides the real mistake.
+        unknown = self._unknown_options() if "required" in message else []
+        super().error(f"unrecognized arguments: {' '.join(unknown)}" if unknown else message)
+
+    def _unknown_options(self) -> list[str]:
+        if self._subparsers is not None:
+            return []  # its leftovers may be its subcommand's options
+        known = self._option_string_actions
+        out = []
+        for arg in self._args:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if (arg.startswith("-") and arg != "-" and not self._negative_number_matcher.match(arg)
+                    and name not in known and not any(o.startswith(name) for o in known)):
+                out.append(arg)
+        return out
+
+
+class _Refuse(argparse.Action):
+    """An option that no longer means what it did: using it is a usage error that says what
+    to write instead."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, instead: str,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
+        self.instead = instead
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.error(f"{option_string}: {self.instead}")
+
+
+def _label(text: str) -> str:
+    """`--label NAME=VALUE`, checked as the config checks labels (an invalid or reserved name)."""
+    from matcher.config import label_problem
+
+    name, sep, _ = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (e.g. --label cluster=a)")
+    problem = label_problem(name)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
+    return text
+
+
 def _catalog_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", action="append", type=Path, default=[], metavar="PATH",
                    help="extra catalog file or directory (repeatable); overrides built-in records")
@@ -51,12 +150,12 @@ def _catalog_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="sglang-matcher",
         description="Recognize known sglang failures in its logs and say how to fix them.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
 
     scan = sub.add_parser("scan", help="post-mortem: report the failures in saved logs")
     scan.add_argument("inputs", nargs="+", metavar="FILE", help="log files, or - for stdin")
@@ -83,9 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not load the built-in sglang catalog")
     watch.add_argument("--sglang-version", metavar="V",
                        help='generated layer: "all" (default), a version, "installed" or "none"')
-    watch.add_argument("--format", dest="input_format", choices=("auto", "plain", "cri", "docker"),
-                       help="input format of the logs (default auto, decided per file)")
-    watch.add_argument("--log-format", choices=("json", "console"), help="event output format")
+    watch.add_argument("--input-format", choices=INPUT_FORMATS,
+                       help="how the log is wrapped, as for scan (default auto, decided per file)")
+    watch.add_argument("--log-format", choices=("json", "console"),
+                       help="how events are written to stdout (default json)")
+    watch.add_argument("--format", dest="_format", action=_Refuse,
+                       instead="watch has no --format; use --input-format "
+                               f"{'|'.join(INPUT_FORMATS)} for the log's format, or --log-format "
+                               "json|console for how events are written")
     watch.add_argument("--poll-only", action="store_true", default=None,
                        help="no inotify: find changes by polling only (network filesystems)")
     watch.add_argument("--poll-interval", type=float, metavar="SECONDS")
@@ -94,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--journal-directory", type=Path, metavar="DIR",
                        help="read the journal from DIR (a copied or remote journal)")
     watch.add_argument("--webhook-url", metavar="URL", help="also POST each event as JSON here")
-    watch.add_argument("--label", action="append", metavar="NAME=VALUE",
+    watch.add_argument("--label", action="append", metavar="NAME=VALUE", type=_label,
                        help="static label on every event and metric (repeatable)")
     watch.add_argument("--check", action="store_true",
                        help="validate config and catalog, then exit 0 (ok) or 2")
@@ -109,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the sglang launch command that failed, after --")
     what = fix.add_mutually_exclusive_group(required=True)
     what.add_argument("--log", metavar="FILE", help="the log of the failed launch")
-    what.add_argument("--pattern", metavar="ID", help="a catalog record id (or slug)")
+    what.add_argument("--pattern", metavar="ID",
+                      help="a catalog record id (or a unique prefix of one, any case), or a slug")
     fix.add_argument("--way", type=int, default=None, metavar="N",
                      help="apply the Nth way out (default: the first that changes this "
                           "command and leaves no value to fill in)")
@@ -117,11 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     _catalog_args(fix)
 
     explain = sub.add_parser("explain", help="show one catalog record and its remediation")
-    explain.add_argument("id", help="a pattern id (or slug)")
+    explain.add_argument("id", help="a pattern id (or a unique prefix of one, any case), or a slug")
     _catalog_args(explain)
 
     catalog = sub.add_parser("catalog", help="check catalogs")
-    csub = catalog.add_subparsers(dest="catalog_command", required=True)
+    csub = catalog.add_subparsers(dest="catalog_command", required=True,
+                                  parser_class=SubcommandParser)
     for name, help_text in (
         ("lint", "validate catalog files: schema, patterns (exit 2 on any problem)"),
         ("test", "every record's examples match it and its noMatch lines do not"),
@@ -440,11 +546,38 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
 
 
 def _record(catalog: Catalog, record_id: str) -> CatalogRecord:
-    rec = catalog.by_id(record_id) or next(
-        (r for r in catalog.records if r.slug == record_id), None)
-    if rec is None:
-        raise UsageError(f"no catalog record with id or slug {record_id!r}")
-    return rec
+    """The record `record_id` names: its id, its slug, or a prefix of its id only it has (any
+    case). Ambiguous or unknown: a `UsageError` with the candidates or the nearest names."""
+    rec = catalog.by_id(record_id)
+    if rec is not None:
+        return rec
+    key = record_id.strip().lower()
+    if not key:
+        raise UsageError("an empty record id: give an id (or a unique prefix of one) or a slug")
+    rec = next((r for r in catalog.records if r.slug.lower() == key or r.id.lower() == key), None)
+    if rec is not None:
+        return rec
+    found: dict[str, CatalogRecord] = {}
+    for r in catalog.records:
+        if r.id.lower().startswith(key):
+            found.setdefault(r.id, r)
+    if len(found) == 1:
+        return next(iter(found.values()))
+    if found:
+        shown = sorted(found.values(), key=lambda r: r.id)[:5]
+        more = f", and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
+        raise UsageError(f"{record_id!r} is the start of {len(found)} record ids: "
+                         + ", ".join(f"{r.id} ({r.slug})" for r in shown)
+                         + f"{more}; give more of the id")
+    names = [r.id for r in catalog.records] + [r.slug for r in catalog.records]
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.7)
+    hexadecimal = all(c in "0123456789abcdef" for c in key)
+    for n in range(len(key) - 1, 0, -1):  # an id prefix with a typo: the ids sharing most of it
+        if close or not hexadecimal:
+            break
+        close = sorted({r.id for r in catalog.records if r.id.lower().startswith(key[:n])})[:3]
+    raise UsageError(f"no catalog record with id, id prefix or slug {record_id!r}"
+                     + (f" — did you mean {' or '.join(close)}?" if close else ""))
 
 
 def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:

@@ -8,7 +8,10 @@ came from — `--check` turns that into exit code 2 before a unit or a pod ever 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +21,14 @@ from typing import Any
 ENV_PREFIX = "SGLANG_MATCHER_"
 INPUT_FORMATS = ("auto", "plain", "cri", "docker")
 LOG_FORMATS = ("json", "console")
+# Label names the daemon's own series use (sinks/metrics.py, telemetry.py), and the ones
+# Prometheus gives a meaning (histogram buckets, summary quantiles): a static label of one of
+# these names would clash with them.
+RESERVED_LABELS = frozenset({
+    "pattern_id", "error_class", "severity", "layer", "version", "catalog_version",
+    "source", "result", "stage", "error_type", "reason", "le", "quantile",
+})
+LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ConfigError(Exception):
@@ -96,6 +107,17 @@ class Config:
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 
 
+def label_problem(name: str) -> str | None:
+    """Why `name` cannot be a static label name (None: it can)."""
+    if not LABEL_NAME.fullmatch(name) or name.startswith("__"):
+        return (f"label name {name!r} is not a valid Prometheus label name: use letters, digits "
+                "and _, not starting with a digit or with __")
+    if name in RESERVED_LABELS:
+        return (f"label name {name!r} is one the matcher's own metrics use: choose another "
+                f"(reserved: {', '.join(sorted(RESERVED_LABELS))})")
+    return None
+
+
 def _coerce(name: str, value: Any, origin: str) -> Any:
     """Turn a TOML, env or flag value into the field's type, or say why it can't be."""
     f = _FIELDS[name]
@@ -122,23 +144,39 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         if kind == "int | None" and (value is None or str(value).lower() in ("", "auto")):
             return None
         if kind in ("int", "int | None"):
-            if isinstance(value, bool):
-                raise ValueError("expected an integer")
-            n = int(value)
+            if isinstance(value, bool) or isinstance(value, float):
+                raise ValueError(f"expected a whole number, got {value!r}")
+            try:
+                n = int(str(value).strip())
+            except ValueError:
+                raise ValueError(f"expected a whole number, got {value!r}") from None
             if n <= 0:
-                raise ValueError("must be positive")
+                raise ValueError(f"must be a positive whole number, got {n}")
             return n
         if kind == "float":
-            x = float(value)
-            if x < 0:
-                raise ValueError("must not be negative")
+            if isinstance(value, bool):
+                raise ValueError(f"expected a number, got {value!r}")
+            try:
+                x = float(str(value).strip())
+            except ValueError:
+                raise ValueError(f"expected a number (of seconds), got {value!r}") from None
+            if not math.isfinite(x) or x < 0:
+                raise ValueError(f"must be a finite number, 0 or more, got {value!r}")
             return x
         if kind.startswith("Mapping"):
             if isinstance(value, str):
-                value = dict(item.split("=", 1) for item in value.split(",") if item)
+                items = [item.strip() for item in value.split(",") if item.strip()]
+                bad = [item for item in items if "=" not in item or item.startswith("=")]
+                if bad:
+                    raise ValueError(f"{bad[0]!r} is not NAME=VALUE (the form is "
+                                     "NAME=VALUE[,NAME=VALUE…])")
+                value = dict(item.split("=", 1) for item in items)
             if not isinstance(value, Mapping):
                 raise ValueError("expected a table of names to strings")
-            return {str(k): str(v) for k, v in value.items()}
+            for k, v in value.items():
+                if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                    raise ValueError(f"{k!r}: expected a string value, got {v!r}")
+            return {str(k).strip(): str(v) for k, v in value.items()}
         if kind == "str | None":
             return None if value in (None, "") else str(value)
         if kind == "str":
@@ -169,6 +207,11 @@ def _validate(cfg: Config) -> Config:
             raise ConfigError(f"setting 'metrics_addr': {cfg.metrics_addr!r} is not HOST:PORT")
     if cfg.poll_interval <= 0:
         raise ConfigError("setting 'poll_interval': must be above 0")
+    for setting, names in (("labels", cfg.labels), ("labels_from_env", cfg.labels_from_env)):
+        for name in names:
+            problem = label_problem(name)
+            if problem:
+                raise ConfigError(f"setting '{setting}': {problem}")
     return cfg
 
 
@@ -189,8 +232,10 @@ def load_config(
             raise ConfigError(f"{file}: not valid TOML: {e}") from e
         for key, value in doc.items():
             if key not in _FIELDS:
+                close = difflib.get_close_matches(key, _FIELDS, n=1)
                 raise ConfigError(f"{file}: unknown setting '{key}' "
-                                  f"(known: {', '.join(sorted(_FIELDS))})")
+                                  + (f"(did you mean '{close[0]}'?)" if close else
+                                     f"(known: {', '.join(sorted(_FIELDS))})"))
             values[key] = _coerce(key, value, str(file))
     env = os.environ if environ is None else environ
     for name in _FIELDS:

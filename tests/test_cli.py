@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import functools
+import io
 import json
 import subprocess
 import sys
@@ -323,3 +323,126 @@ def test_eight_rank_crash_is_one_error_reported_before_its_consequence():
     text = cli("scan", str(log)).stdout
     assert text.index("ValueError: Cannot find model module") < text.index("Received sigquit")
     assert "ranks TP0, TP1, TP2, TP3, TP4, TP5, TP6, TP7" in text
+
+
+# --- Errors: the subcommand's usage, "did you mean", one line, exit 2, never a traceback -----
+
+def _usage_error(run, prog):
+    """Exit 2, the usage of `prog` (not the top-level one), and one error line, no traceback."""
+    assert run.returncode == 2, (run.stdout, run.stderr)
+    assert "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"usage: {prog} "), run.stderr
+    [line] = [x for x in run.stderr.splitlines() if ": error: " in x]
+    assert line.startswith(f"{prog}: error: ")
+    return line
+
+
+@pytest.mark.parametrize("args,prog,hint", [
+    (("scan", "--formt", "json", "x.log"), "sglang-matcher scan", "did you mean --format?"),
+    (("watch", "--metrics-adr", "127.0.0.1:9464"), "sglang-matcher watch",
+     "did you mean --metrics-addr?"),
+    (("fix", "--pattren", "x", "--", "python"), "sglang-matcher fix", "did you mean --pattern?"),
+    (("catalog", "stats", "--unevaluabel"), "sglang-matcher catalog stats",
+     "did you mean --unevaluable?"),
+])
+def test_a_misspelled_subcommand_flag_gets_that_subcommands_usage_and_a_suggestion(args, prog, hint):
+    line = _usage_error(cli(*args), prog)
+    wrong = next(a for a in args if a.startswith("--") and a[2:5] in hint)
+    assert "unrecognized arguments: " + wrong in line and hint in line
+
+
+@pytest.mark.parametrize("args,prog,hint", [
+    (("scna", "x.log"), "sglang-matcher", "did you mean scan?"),
+    (("catalog", "lnt"), "sglang-matcher catalog", "did you mean lint?"),
+    (("scan", "--format", "jsn", "x.log"), "sglang-matcher scan", "did you mean json?"),
+])
+def test_a_misspelled_subcommand_or_choice_gets_a_suggestion(args, prog, hint):
+    line = _usage_error(cli(*args), prog)
+    assert "invalid choice" in line and hint in line
+
+
+def test_watch_format_is_refused_with_the_two_flags_it_could_have_meant():
+    line = _usage_error(cli("watch", "--format", "cri", "--check"), "sglang-matcher watch")
+    assert "--input-format" in line and "--log-format" in line
+
+
+def test_watch_input_format_is_scans_spelling():
+    from matcher.cli import build_parser
+
+    args = build_parser().parse_args(["watch", "--input-format", "cri", "x.log"])
+    assert args.input_format == "cri"
+    scan = build_parser().parse_args(["scan", "--input-format", "cri", "x.log"])
+    assert scan.input_format == "cri" and scan.format == "text"
+
+
+@pytest.mark.parametrize("label,needle", [
+    ("foo", "'foo' is not NAME=VALUE"),
+    ("=x", "'=x' is not NAME=VALUE"),
+    ("bad-name=x", "'bad-name' is not a valid Prometheus label name"),
+    ("9lives=x", "'9lives' is not a valid Prometheus label name"),
+    ("__x=y", "'__x' is not a valid Prometheus label name"),
+    ("pattern_id=x", "'pattern_id' is one the matcher's own metrics use"),
+    ("error_class=x", "'error_class' is one the matcher's own metrics use"),
+    ("source=x", "'source' is one the matcher's own metrics use"),
+])
+def test_a_bad_label_flag_is_one_line_naming_it_exit_2(label, needle):
+    line = _usage_error(cli("watch", "--label", label, "--check"), "sglang-matcher watch")
+    assert "argument --label" in line and needle in line
+
+
+def test_a_bad_label_from_the_environment_is_a_config_error_exit_2():
+    import os
+
+    env = {**os.environ, "SGLANG_MATCHER_LABELS": "cluster=a,bad-name=x"}
+    run = subprocess.run([sys.executable, "-m", "matcher", "watch", "--check"],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip() == (
+        "sglang-matcher: invalid configuration: setting 'labels': label name 'bad-name' is not a "
+        "valid Prometheus label name: use letters, digits and _, not starting with a digit or "
+        "with __")
+
+
+@pytest.fixture
+def small_catalog(tmp_path):
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps([
+        {"id": "972a80aa00000001", "slug": "first-thing", "messagePattern": "first thing broke"},
+        {"id": "972a80bb00000002", "slug": "second-thing", "messagePattern": "second thing broke"},
+        {"id": "1234abcd00000003", "slug": "third-thing", "messagePattern": "third thing broke"},
+    ]))
+    return ("--no-builtin", "--sglang-version", "none", "--catalog", str(mine))
+
+
+@pytest.mark.parametrize("given", ["972A80AA", "972a80b", "1234ABCD00000003", "1", "Third-Thing"])
+def test_explain_takes_a_unique_id_prefix_in_any_case(small_catalog, given):
+    run = cli("explain", *small_catalog, given)
+    assert run.returncode == 0, run.stderr
+    wanted = {"9": ("972a80aa00000001" if "aa" in given.lower() else "972a80bb00000002")}
+    assert run.stdout.startswith(wanted.get(given[0], "1234abcd00000003"))
+
+
+def test_explain_of_an_ambiguous_prefix_lists_the_candidates(small_catalog):
+    run = cli("explain", *small_catalog, "972A80")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    [line] = run.stderr.splitlines()
+    assert "'972A80' is the start of 2 record ids" in line
+    assert "972a80aa00000001 (first-thing), 972a80bb00000002 (second-thing)" in line
+
+
+@pytest.mark.parametrize("given,close", [("972a81", "972a80aa00000001"),
+                                         ("secnd-thing", "second-thing")])
+def test_explain_of_an_unknown_id_suggests_the_nearest(small_catalog, given, close):
+    run = cli("explain", *small_catalog, given)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    [line] = run.stderr.splitlines()
+    assert "no catalog record with id, id prefix or slug" in line and "did you mean" in line
+    assert close in line
+
+
+def test_fix_pattern_resolves_like_explain(small_catalog):
+    run = cli("fix", *small_catalog, "--pattern", "972A80B", "--", "python", "-m", "sglang")
+    assert run.returncode == 1, run.stderr  # the record has no fix: words only
+    assert run.stdout.startswith("failure: 972a80bb00000002 (second-thing)")
+    amb = cli("fix", *small_catalog, "--pattern", "972a80", "--", "python")
+    assert amb.returncode == 2 and "is the start of 2 record ids" in amb.stderr

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from matcher.config import Config, ConfigError, load_config
@@ -48,3 +46,61 @@ def test_bad_values_name_the_setting_and_where_it_came_from(tmp_path, source, co
     assert needle in str(e.value)
     if source == "file" and "TOML" not in needle:
         assert str(f) in str(e.value)
+
+
+@pytest.mark.parametrize("source,content,env,needle", [
+    ("env", "", {"SGLANG_MATCHER_LABELS": "foo"}, "'foo' is not NAME=VALUE"),
+    ("env", "", {"SGLANG_MATCHER_LABELS": "cluster=a,=x"}, "'=x' is not NAME=VALUE"),
+    ("env", "", {"SGLANG_MATCHER_LABELS": "bad-name=x"},
+     "setting 'labels': label name 'bad-name' is not a valid Prometheus label name"),
+    ("env", "", {"SGLANG_MATCHER_LABELS": "__meta=x"}, "'__meta' is not a valid Prometheus"),
+    ("env", "", {"SGLANG_MATCHER_LABELS_FROM_ENV": "source=POD_NAME"},
+     "setting 'labels_from_env': label name 'source' is one the matcher's own metrics use"),
+    ("file", '[labels]\npattern_id = "x"\n', {}, "label name 'pattern_id' is one the matcher's"),
+    ("file", '[labels]\n"bad name" = "x"\n', {}, "'bad name' is not a valid Prometheus"),
+    ("file", '[labels]\nzone = { a = 1 }\n', {}, "'zone': expected a string value"),
+    ("file", "pol_interval = 2\n", {}, "unknown setting 'pol_interval' (did you mean "
+                                       "'poll_interval'?)"),
+    ("env", "", {"SGLANG_MATCHER_POLL_INTERVAL": "nan"}, "must be a finite number"),
+    ("env", "", {"SGLANG_MATCHER_POLL_INTERVAL": "soon"}, "expected a number (of seconds), "
+                                                           "got 'soon'"),
+    ("env", "", {"SGLANG_MATCHER_EVENTS_BUFFER": "1e3"}, "expected a whole number, got '1e3'"),
+    ("file", "events_buffer = 2.5\n", {}, "expected a whole number, got 2.5"),
+])
+def test_bad_labels_and_values_are_one_config_error_naming_them(tmp_path, source, content, env,
+                                                                 needle):
+    f = tmp_path / "bad.toml"
+    f.write_text(content)
+    with pytest.raises(ConfigError) as e:
+        load_config(file=f if source == "file" else None, environ=env)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_good_labels_pass():
+    cfg = load_config(environ={"SGLANG_MATCHER_LABELS": "cluster=a, zone=z_1",
+                               "SGLANG_MATCHER_LABELS_FROM_ENV": "pod=POD_NAME"})
+    assert dict(cfg.labels) == {"cluster": "a", "zone": "z_1"}
+
+
+def test_reserved_labels_cover_every_label_the_daemons_series_use():
+    """A static label named like one of the daemon's own labels would break its series at start:
+    the config refuses every such name before."""
+    from prometheus_client import CollectorRegistry
+
+    from matcher.config import RESERVED_LABELS
+    from matcher.sinks.metrics import MetricsSink
+    from matcher.telemetry import Telemetry
+
+    class Catalog:
+        records = ()
+
+    class Logger:
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+
+    registry = CollectorRegistry()
+    MetricsSink(registry, catalog=Catalog(), build_version="0", catalog_version="v")
+    Telemetry(registry, Logger())
+    used = {name for c in set(registry._collector_to_names)
+            for name in getattr(c, "_labelnames", ())}
+    assert used and used <= RESERVED_LABELS, used - RESERVED_LABELS

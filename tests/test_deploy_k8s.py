@@ -123,7 +123,7 @@ def test_the_matcher_container_is_locked_down_probed_and_labelled(overlay):
         {"pod": "metadata.name", "namespace": "metadata.namespace", "node": "spec.nodeName"}
         if name == "sidecar" else {"node": "spec.nodeName"})
     if name == "daemonset":
-        assert c["args"][2:4] == ["--format", "cri"]
+        assert c["args"][2:4] == ["--input-format", "cri"]
 
 
 def test_the_sidecar_is_native_and_shares_a_directory_with_sglang():
