@@ -38,12 +38,12 @@ import regex
 
 from matcher.catalog import CatalogRecord, load_catalog
 from matcher.engine import Engine
-from matcher.pipeline import Pipeline
 from matcher.framing import Framer
+from matcher.pipeline import Pipeline
 from matcher.types import Chunk, Line, Record
 
 SITE = "/usr/local/lib/python3.11/dist-packages/sglang"
-START = datetime(2026, 1, 1, 12, 0, 0)
+START = datetime(2026, 1, 1, 12, 0, 0)  # noqa: DTZ001 — sglang's log times are naive
 # Log time per line: ~40 lines a second, so consecutive failures (~1,000 lines apart) are
 # far more than the 5 s rank-collapse window apart.
 SECONDS_PER_LINE = 0.025
@@ -257,12 +257,12 @@ class Traffic:
 
     def startup(self, ts: str) -> list[str]:
         return [
-            f"[{ts}] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tokenizer_path='Qwen/Qwen3-8B', "
-            f"tp_size={self.layout[1]}, mem_fraction_static=0.85, port=30000)",
+            (f"[{ts}] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tokenizer_path='Qwen/Qwen3-8B', "
+            f"tp_size={self.layout[1]}, mem_fraction_static=0.85, port=30000)"),
             *(f"[{ts} {self.tag(r)}] Init torch distributed begin." for r in range(self.layout[1])),
             *(f"[{ts} {self.tag(r)}] Load weight begin. avail mem=78.50 GB" for r in range(self.layout[1])),
-            f"[{ts} {self.tag(0)}] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, "
-            "avail mem=62.91 GB, mem usage=15.59 GB.",
+            (f"[{ts} {self.tag(0)}] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=62.91 GB, mem usage=15.59 GB."),
             f"[{ts} {self.tag(0)}] KV Cache is allocated. #tokens: 812345, K size: 24.79 GB, V size: 24.79 GB",
             f"[{ts}] INFO:     Started server process [{self.rng.randint(1000, 99999)}]",
             f"[{ts}] INFO:     Waiting for application startup.",

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matcher.types import ExceptionLine, Line, Record
 from matcher.wrappers import LearnedWrappers, Unwrapped, unwrap
+
+if TYPE_CHECKING:
+    from matcher.redact import Redactor
 
 # Real escape sequences, and the same written out as text (JSON logs, `repr`ed messages).
 _ANSI = re.compile(r"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;?]*[A-Za-z]")
@@ -68,8 +71,8 @@ RECORD_START_SIGNS: tuple[bytes, ...] = (
     # an exception line at the start of a line's content, after a CRI prefix, sglang's prefix
     # or any chain of wrappers (`wrappers.unwrap`): so anywhere after a line start or a
     # character a wrapper ends with
-    rb"(?:^|[\s:|>\]\)])[A-Za-z_][A-Za-z0-9_.]*"
-    rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)",
+    (rb"(?:^|[\s:|>\]\)])[A-Za-z_][A-Za-z0-9_.]*"
+    rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)"),
     rb'File "[^"\n]+", line \d+, in ',  # a traceback cut before its first line
     rb"\x1b",
     rb"\\u001b",
@@ -82,8 +85,8 @@ RECORD_START_SIGNS: tuple[bytes, ...] = (
 # closing quote, and escape sequences are written out (`\u001b`).
 DOCKER_RECORD_START_SIGNS: tuple[bytes, ...] = (
     rb"Traceback \(most recent call last\):",
-    rb"[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)"
-    rb"(?::|\\|\")",
+    (rb"[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)"
+    rb"(?::|\\|\")"),
     rb'File \\"[^"\n]+\\", line \d+, in ',
     rb"\\u001b",
     rb"\\x1b",
@@ -188,9 +191,12 @@ class Framer:
         max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
         max_exceptions: int = DEFAULT_MAX_EXCEPTIONS,
         flush_after: float = 5.0,
+        redactor: Redactor | None = None,
     ) -> None:
         self.max_traceback_lines = max_traceback_lines
         self.max_message_chars = max_message_chars
+        # A message cut at `max_message_chars` is redacted whole first (`Redactor.cut`).
+        self.redactor = redactor
         self.max_exceptions = max_exceptions
         self.flush_after = flush_after
         self._open: dict[str, _Open] = {}
@@ -438,8 +444,17 @@ class Framer:
             return
         last = tb.exceptions[-1]
         if len(last.message) < self.max_message_chars:
-            joined = (last.message + "\n" + text)[: self.max_message_chars]
+            joined = self._cut(last.message + "\n" + text)
             tb.exceptions[-1] = ExceptionLine(last.error_class, joined)
+
+    def _cut(self, message: str) -> str:
+        """`message` cut to `max_message_chars`, redacted before the cut when a redactor was
+        given (a secret straddling the cut would otherwise leave its head)."""
+        if len(message) <= self.max_message_chars:
+            return message
+        if self.redactor is not None:
+            return self.redactor.cut(message, self.max_message_chars)
+        return message[: self.max_message_chars]
 
     def _continue_group(self, tb: _Open, text: str) -> None:
         """A line of an exception group (`| ...`, `+---- 1 ----`): note its exception lines."""
@@ -459,15 +474,15 @@ class Framer:
             tb.state = "exception"
         else:
             last = tb.exceptions[-1]
-            joined = (last.message + "\n" + stripped)[: self.max_message_chars]
+            joined = self._cut(last.message + "\n" + stripped)
             tb.exceptions[-1] = ExceptionLine(last.error_class, joined)
 
     def _add_exception(self, tb: _Open, text: str) -> None:
         m = _EXCEPTION_LINE.match(text)
         if m is not None:
-            exc = ExceptionLine(m.group("cls"), (m.group("msg") or "")[: self.max_message_chars])
+            exc = ExceptionLine(m.group("cls"), self._cut(m.group("msg") or ""))
         else:
-            exc = ExceptionLine("", text[: self.max_message_chars])
+            exc = ExceptionLine("", self._cut(text))
         if len(tb.exceptions) >= self.max_exceptions:
             tb.exceptions.pop(0)
             tb.truncated = True

@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from test_framing import _eight_rank_log
 
 from matcher.aggregate import Aggregator, fingerprint, mask_message
 from matcher.catalog.check import frame_text
 from matcher.engine import Engine
 from matcher.types import ExceptionLine
-
-from test_framing import _eight_rank_log
 
 NCCL = {
     "id": "nccl-test",
@@ -163,8 +162,8 @@ def test_early_event_leaves_once_every_rank_the_source_showed_has_reported():
 
 def test_early_event_without_ranks_leaves_at_once_and_its_sigquit_folds_into_it():
     lines = ["RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n",
-             "[2026-01-01 12:00:00] Received sigquit from a child process. It usually means the "
-             "child failed.\n"]
+             ("[2026-01-01 12:00:00] Received sigquit from a child process. It usually means the "
+             "child failed.\n")]
     steps = early_steps(lines, engine_with(NCCL, SIGQUIT), [])
     assert steps == [[("nccl-test", ())], [], []]
 

@@ -138,8 +138,8 @@ def test_text_fields_are_never_executed(tmp_path):
     marker = tmp_path / "pwned"
     code = f"open({str(marker)!r}, 'w').write('x')"
     (rec,) = load_paths_from([bare(validationCode=code, typeGuard=code, tryCatchPattern=code)])
-    from matcher.engine import Engine
     from matcher.catalog.check import frame_text
+    from matcher.engine import Engine
     Engine([rec]).match(frame_text("RuntimeError: Not enough memory. Please try")[0])
     assert not marker.exists()
     assert rec.raw["validationCode"] == code

@@ -344,10 +344,11 @@ def _usage_error(run, prog):
     (("fix", "--pattren", "x", "--", "python"), "sglang-matcher fix", "did you mean --pattern?"),
     (("catalog", "stats", "--unevaluabel"), "sglang-matcher catalog stats",
      "did you mean --unevaluable?"),
+    (("--verison",), "sglang-matcher", "did you mean --version?"),
 ])
 def test_a_misspelled_subcommand_flag_gets_that_subcommands_usage_and_a_suggestion(args, prog, hint):
     line = _usage_error(cli(*args), prog)
-    wrong = next(a for a in args if a.startswith("--") and a[2:5] in hint)
+    wrong = next(a for a in args if a.startswith("--") and a[2:4] in hint)
     assert "unrecognized arguments: " + wrong in line and hint in line
 
 
@@ -359,6 +360,18 @@ def test_a_misspelled_subcommand_flag_gets_that_subcommands_usage_and_a_suggesti
 def test_a_misspelled_subcommand_or_choice_gets_a_suggestion(args, prog, hint):
     line = _usage_error(cli(*args), prog)
     assert "invalid choice" in line and hint in line
+
+
+@pytest.mark.parametrize("args,prog,needle", [
+    (("fix", "--pattern", "x", "--way", "0", "--", "python"), "sglang-matcher fix",
+     "argument --way: '0': give 1 or more"),
+    (("catalog", "extract", "--installed", "--jobs", "0"), "sglang-matcher catalog extract",
+     "argument --jobs: '0': give 1 or more"),
+    (("watch", "--poll-interval", "soon"), "sglang-matcher watch",
+     "argument --poll-interval: invalid float value: 'soon'"),
+])
+def test_a_bad_flag_value_names_the_flag(args, prog, needle):
+    assert needle in _usage_error(cli(*args), prog)
 
 
 def test_watch_format_is_refused_with_the_two_flags_it_could_have_meant():

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import yaml
+from prom_harness import tool
 from prometheus_client import CollectorRegistry
 from structlog.testing import CapturingLogger
 
 from matcher.telemetry import Telemetry
-from prom_harness import tool
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "deploy" / "prometheus" / "sglang-matcher.rules.yml"

@@ -7,6 +7,7 @@ datagram socket that `$NOTIFY_SOCKET` names and reads what the real daemon proce
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -19,11 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from matcher.source.discovery import why_nothing
+from watch_harness import DaemonProcess
 
 from matcher.notify import Notifier
-from watch_harness import DaemonProcess
+from matcher.source.discovery import why_nothing
 
 REPO = Path(__file__).resolve().parents[1]
 UNITS = REPO / "deploy" / "systemd"
@@ -206,7 +206,7 @@ def test_the_daemon_tells_systemd_ready_watchdog_reloading_and_stopping(tmp_path
             messages = _collect(sock, until=lambda m: m.count("WATCHDOG=1") >= 5, timeout=20)
             assert messages[0] == "READY=1\nSTATUS=following 1 files"
             pings = [t for t, m in messages.timed if m == "WATCHDOG=1"]
-            gaps = [b - a for a, b in zip(pings, pings[1:])]
+            gaps = [b - a for a, b in itertools.pairwise(pings)]
             assert max(gaps) < 0.6, gaps  # within the timeout, always
             assert daemon.proc is not None
             daemon.proc.send_signal(signal.SIGHUP)

@@ -188,10 +188,10 @@ def test_untranslatable_patterns_are_reported_and_counted_not_dropped(
      r"^(\[[^]]*\] )?(([[:alnum:]_]+\.)*ValueError: )?[[:space:]]*x=(.+) is not ([0-9]+)\.",
      r"^(?:\[[^\]]*\] )?(?:(?:\w+\.)*ValueError: )?\s*x=(?:.+) is not (?:\d+)\."),
     (r"(?<![\s\S])\s*Load weight failed", None,
-     r"^(\[[^]]*\] )?([[:alnum:]_.]*(Error|Exception|Exit|Interrupt|Warning|Fault): )?"
-     r"[[:space:]]*Load weight failed",
-     r"^(?:\[[^\]]*\] )?(?:[\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault): )?"
-     r"\s*Load weight failed"),
+     (r"^(\[[^]]*\] )?([[:alnum:]_.]*(Error|Exception|Exit|Interrupt|Warning|Fault): )?"
+     r"[[:space:]]*Load weight failed"),
+     (r"^(?:\[[^\]]*\] )?(?:[\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault): )?"
+     r"\s*Load weight failed")),
     (r"(?<![A-Za-z])Scheduler hit an exception:", None,
      r"(^|[^A-Za-z])Scheduler hit an exception:", r"(?:^|[^A-Za-z])Scheduler hit an exception:"),
     (r"url (?P<u>\S+?)\.?(?=\s|$)(?: Access to (?P<r>\S+))?", None,

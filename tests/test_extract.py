@@ -893,8 +893,8 @@ def test_catalog_stats_counts_by_layer_severity_and_class(tmp_path):
         "  severity:   error 2, warning 1",
         "  errorType:  assert 1, log 1, raise 1",
         "  class:      (plain log line) 1, AssertionError 1, ValueError 1",
-        "how to fix (flags: fixActions proven on the guard condition; unevaluable: reads "
-        "server arguments, no proven change):",
+        ("how to fix (flags: fixActions proven on the guard condition; unevaluable: reads "
+        "server arguments, no proven change):"),
         "  user:       words 3",
         "  versions:   9.9.1 3",
     ]

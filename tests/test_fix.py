@@ -103,7 +103,7 @@ def seed_with_fix(tmp_path_factory) -> Path:
     """The seed record as a user catalog with its two ways out (remove either flag)."""
     seed = json.loads((REPO / "patterns" / "sglang" / "curated" /
                        "000_seed_int8_mamba_radix_cache.json").read_text(encoding="utf-8"))
-    record = seed["record"] if "record" in seed else seed
+    record = seed.get("record", seed)
     record = dict(record[0] if isinstance(record, list) else record)
     record["fixActions"] = [[{"op": "remove", "flag": "--radix-cache-backend"}],
                             [{"op": "remove", "flag": "--enable-int8-mamba-checkpoint"}]]

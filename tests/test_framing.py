@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from matcher.framing import Framer, split_prefix, strip_ansi
 from matcher.catalog.check import frame_text
+from matcher.framing import Framer, split_prefix, strip_ansi
 from matcher.types import ExceptionLine, Line
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
@@ -27,8 +26,8 @@ def test_wheel_install_runs_from_another_directory(tmp_path):
     log = elsewhere / "server.log"
     log.write_text("Traceback (most recent call last):\n" + SEED_LINE)
     where = subprocess.run(
-        [py, "-c", "import matcher.catalog as c, matcher; print(matcher.__file__); "
-                   "print(c.builtin_patterns_dir())"],
+        [py, "-c", ("import matcher.catalog as c, matcher; print(matcher.__file__); "
+                   "print(c.builtin_patterns_dir())")],
         cwd=elsewhere, capture_output=True, text=True, check=True).stdout.split()
     assert where[0].startswith(str(env_dir)) and where[1].startswith(str(env_dir))
     assert where[1].endswith("matcher/_patterns")

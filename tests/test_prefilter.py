@@ -28,13 +28,13 @@ REAL_LOGS = sorted(
     [*REPO.glob("examples/logs/*.log"), *REPO.glob("tests/fixtures/sglang/*/*.log")]
 )
 TRAFFIC = [
-    "[2026-01-01 12:00:{s:02d} TP{r}] Decode batch. #running-req: {n}, #token: 5120, "
-    "token usage: 0.04, cuda graph: True, gen throughput (token/s): 1234.56, #queue-req: 0, ",
-    "[2026-01-01 12:00:{s:02d} TP{r}] Prefill batch. #new-seq: 1, #new-token: {n}, "
-    "#cached-token: 0, token usage: 0.01, #running-req: 3, #queue-req: 0, ",
+    ("[2026-01-01 12:00:{s:02d} TP{r}] Decode batch. #running-req: {n}, #token: 5120, "
+    "token usage: 0.04, cuda graph: True, gen throughput (token/s): 1234.56, #queue-req: 0, "),
+    ("[2026-01-01 12:00:{s:02d} TP{r}] Prefill batch. #new-seq: 1, #new-token: {n}, "
+    "#cached-token: 0, token usage: 0.01, #running-req: 3, #queue-req: 0, "),
     '[2026-01-01 12:00:{s:02d}] INFO:     127.0.0.1:{n} - "POST /generate HTTP/1.1" 200 OK',
-    "[2026-01-01 12:00:{s:02d}] Receive: obj=GenerateReqInput(text='Hi {n} — こんにちは', "
-    "rid='{n:x}')",
+    ("[2026-01-01 12:00:{s:02d}] Receive: obj=GenerateReqInput(text='Hi {n} — こんにちは', "
+    "rid='{n:x}')"),
     "",
 ]
 

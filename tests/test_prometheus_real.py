@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prom_harness import Prometheus, fetch, poll, served_url, tool
 from prometheus_client import CollectorRegistry
 from structlog.testing import CapturingLogger
 
@@ -23,7 +24,6 @@ from matcher.pipeline import Pipeline
 from matcher.sinks.metrics import MetricsSink
 from matcher.telemetry import Telemetry
 from matcher.types import Chunk, Event
-from prom_harness import Prometheus, fetch, poll, served_url, tool
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STATIC = {"cluster": "test", "model": "qwen"}

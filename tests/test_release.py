@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matcher.framing import Framer
 from matcher.frames import all_frames
+from matcher.framing import Framer
 from matcher.release import Releases, Span, Tracker
 from matcher.types import Line
 

@@ -144,8 +144,7 @@ def _python_truth(when: str, values: dict[str, Any], path: str) -> bool | None:
     """`when` by Python itself, every base name bound to the arguments; None if it needs
     anything else."""
     ns = types.SimpleNamespace(**values)
-    bases = {n: ns for n in ("self", "cfg", "view", "server_args", "args", "parallel",
-                             "server_args_")}
+    bases = dict.fromkeys(("self", "cfg", "view", "server_args", "args", "parallel", "server_args_"), ns)
     bases["global_server_args_dict"] = values
     bases["get_global_server_args"] = lambda: ns
     try:
@@ -164,8 +163,8 @@ def test_three_valued_evaluation_agrees_with_python_on_the_catalogs_real_conditi
     checked = 0
     for record in generated():
         guard = record.get("guard") or {}
-        if not guard.get("reads") or "arg_groups" not in record["filePath"] \
-                and "server_args" not in record["filePath"]:
+        if not guard.get("reads") or ("arg_groups" not in record["filePath"] \
+                and "server_args" not in record["filePath"]):
             continue
         a = table().at(newest(record))
         cond = ast.parse(guard["when"], mode="eval").body

@@ -63,8 +63,8 @@ def test_all_merges_releases_one_record_per_site_newest_location(tmp_path):
     moved = got["tp_size must be at least 1, got {args.tp_size}"]
     assert moved.sglang_versions == ("0.5.9", "0.5.10")  # 0.5.10 sorts after 0.5.9
     assert moved.line_number == 9 and "v0.5.10/" in moved.github_url
-    assert moved.location_for("0.5.9")[1:] == (4, "https://github.com/sgl-project/sglang/blob/"
-                                               "v0.5.9/python/sglang/srt/server_args_check.py#L4")
+    assert moved.location_for("0.5.9")[1:] == (4, ("https://github.com/sgl-project/sglang/blob/"
+                                               "v0.5.9/python/sglang/srt/server_args_check.py#L4"))
     assert moved.location_for("0.5.10")[1] == 9 and moved.location_for(None)[1] == 9
     assert moved.in_version("0.5.9") and not moved.in_version("0.5.9.post1")
     new_only = got["page_size above the supported maximum: {args.page_size}"]

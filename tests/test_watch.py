@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -10,10 +9,8 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
-
 from watch_harness import REPO, DaemonProcess, wait_for, writer
 
 from matcher.testing import line_for
@@ -208,7 +205,7 @@ def test_unreadable_file_is_reported_and_retried(tmp_path):
 
 def test_check_validates_config_and_catalog(tmp_path):
     good = tmp_path / "ok.toml"
-    good.write_text('paths = ["/var/log/sglang/*.log"]\nstate_dir = "%s"\n' % tmp_path)
+    good.write_text(f'paths = ["/var/log/sglang/*.log"]\nstate_dir = "{tmp_path}"\n')
     run = subprocess.run([sys.executable, "-m", "matcher", "watch", "--config", str(good), "--check"],
                          capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0 and "configuration ok" in run.stdout
@@ -285,7 +282,7 @@ def test_a_failure_on_one_rank_of_eight_is_emitted_without_waiting_the_window(tm
         with log.open("a") as f:
             f.write(line_for(7, "TP3") + "\n")
         # well inside the 60 s window: only the grace can have let it out
-        assert wait_for(lambda: d.seqs(), 20) == Counter({7: 1})
+        assert wait_for(d.seqs, 20) == Counter({7: 1})
         with log.open("a") as f:
             f.write(line_for(7, "TP5") + "\n")
         assert d.stop() == 0

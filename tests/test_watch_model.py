@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from watch_harness import DaemonProcess
 
 from matcher.testing import line_for
-from watch_harness import DaemonProcess
 
 
 class WatchedLog(RuleBasedStateMachine):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import signal
 import urllib.request
-from pathlib import Path
 
-from test_journald import ENTRIES, UNIT, sglang, write_journal, T1
+from test_journald import ENTRIES, T1, UNIT, sglang, write_journal
 from watch_harness import REPO, DaemonProcess, wait_for
 
 LAUNCH = REPO / "tests" / "fixtures" / "sglang" / "launch"
@@ -58,7 +57,7 @@ def test_cri_log_file_is_decoded_with_partial_lines_joined(tmp_path):
     d = DaemonProcess(tmp_path, [str(pods / "*.log")], builtin=True)
     with d:
         (pods / "0.log").write_text("\n".join(out) + "\n")
-        wait_for(lambda: d.events(), 30)
+        wait_for(d.events, 30)
         assert d.stop() == 0
     (event,) = d.events()
     assert (event["pattern_id"], event["captures"]) == ("4e2cdd4d6209ebbd", {"arg1": "'lru'"})
@@ -159,7 +158,7 @@ def test_planted_secrets_reach_no_output(tmp_path):
     bodies: list[bytes] = []
 
     class Hook(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
             self.send_response(200)
             self.end_headers()

@@ -75,8 +75,8 @@ def test_torch_rank_wrapped_tracebacks_of_interleaved_ranks_are_one_failure(cura
 
 @pytest.mark.parametrize(("line", "text", "rank"), [
     # Lines as users pasted them into sglang issues (tests/fixtures/field/).
-    ("[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] Watchdog caught "
-     "collective operation timeout", "[Rank 6] Watchdog caught collective operation timeout",
+    (("[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] Watchdog caught "
+     "collective operation timeout"), "[Rank 6] Watchdog caught collective operation timeout",
      "rank6"),
     ("> [2025-11-06T02:10:00.702Z] KeyError: 'lm_head.weight'", "KeyError: 'lm_head.weight'",
      None),

@@ -54,21 +54,18 @@ class DaemonProcess:
 
     def start(self) -> DaemonProcess:
         self.runs += 1
-        out = open(self.out, "ab")
-        err = open(self.err, "ab")
-        self.proc = subprocess.Popen(
-            [*self.prefix, sys.executable, "-m", "matcher", "watch", "--state-dir", str(self.state),
-             "--catalog", str(self.catalog), *([] if self.builtin else ["--no-builtin"]),
-             "--poll-interval", "0.05",
-             *self.extra, *self.globs],
-            stdout=out, stderr=err, cwd=REPO,
-            # Every writer line is its own failure: nothing to collapse (a short window) and no
-            # repeat to rate-limit (each must print, to be counted by the tests).
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "SGLANG_MATCHER_AGGREGATE_WINDOW": "0.5",
-                 "SGLANG_MATCHER_REPEAT_INTERVAL": "0", **self.env},
-        )
-        out.close()
-        err.close()
+        with open(self.out, "ab") as out, open(self.err, "ab") as err:
+            self.proc = subprocess.Popen(
+                [*self.prefix, sys.executable, "-m", "matcher", "watch", "--state-dir", str(self.state),
+                 "--catalog", str(self.catalog), *([] if self.builtin else ["--no-builtin"]),
+                 "--poll-interval", "0.05",
+                 *self.extra, *self.globs],
+                stdout=out, stderr=err, cwd=REPO,
+                # Every writer line is its own failure: nothing to collapse (a short window) and no
+                # repeat to rate-limit (each must print, to be counted by the tests).
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "SGLANG_MATCHER_AGGREGATE_WINDOW": "0.5",
+                     "SGLANG_MATCHER_REPEAT_INTERVAL": "0", **self.env},
+            )
         if not wait_for(lambda: self.err.read_bytes().count(b'"event": "started"') >= self.runs,
                         60):
             self.proc.kill()  # never leave a daemon behind a failed start

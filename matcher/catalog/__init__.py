@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from matcher.catalog import versions
 from matcher.catalog.load import (
     CatalogError,
     CatalogIssue,
@@ -23,7 +24,6 @@ from matcher.catalog.load import (
     fields_text,
     load_paths,
 )
-from matcher.catalog import versions
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord, Layer
 
 __all__ = [
@@ -51,7 +51,7 @@ class Catalog:
         return None
 
     def count_by_layer(self) -> dict[str, int]:
-        counts = {layer: 0 for layer in LAYER_RANK}
+        counts = dict.fromkeys(LAYER_RANK, 0)
         for r in self.records:
             counts[r.layer] += 1
         return counts

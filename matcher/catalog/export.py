@@ -58,8 +58,8 @@ class Export:
 
     def summary(self) -> str:
         total = len(self.patterns) + len(self.skipped)
-        lines = [f"{self.dialect}: {len(self.patterns)} of {total} patterns translated, "
-                 f"{len(self.skipped)} not translatable"]
+        lines = [(f"{self.dialect}: {len(self.patterns)} of {total} patterns translated, "
+                 f"{len(self.skipped)} not translatable")]
         lines += [f"  {n:>6}  {why}" for why, n in self.reasons.most_common()]
         return "\n".join(lines) + "\n"
 
@@ -361,8 +361,8 @@ def render(result: Export, *, catalog_version: str = "") -> str:
     one counter per pattern (`pattern_<id>`: lines that matched it)."""
     if result.dialect == "grep":
         return "".join(text + "\n" for _, text in result.patterns)
-    out = [f"# sglang-matcher catalog {catalog_version}: {len(result.patterns)} patterns, "
-           f"{len(result.skipped)} not translatable (sglang-matcher catalog export --dialect mtail)",
+    out = [(f"# sglang-matcher catalog {catalog_version}: {len(result.patterns)} patterns, "
+           f"{len(result.skipped)} not translatable (sglang-matcher catalog export --dialect mtail)"),
            ""]
     seen: set[str] = set()
     for record, text in result.patterns:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 import json
 import os
 import pickle
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping

@@ -144,9 +144,9 @@ def _cover(items: object, min_chars: int, breaks: re.Pattern[str]) -> tuple[str,
             found = _cover(av[-1], min_chars, breaks)
         elif op is sre_c.ATOMIC_GROUP:
             found = _cover(av, min_chars, breaks)
-        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
-            if av[0] >= 1:
-                found = _cover(av[2], min_chars, breaks)
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT,
+                    getattr(sre_c, "POSSESSIVE_REPEAT", None)) and av[0] >= 1:
+            found = _cover(av[2], min_chars, breaks)
         if found:
             return found
     return None

@@ -294,9 +294,9 @@ def stats_toml(per_release: Sequence[tuple[str, str, str | None, extract.Stats, 
         return [f"\n[{name}]"] + [f"{json.dumps(k)} = {v}" for k, v in values.items()]
 
     lines = [
-        "# written by `sglang-matcher catalog extract`; coverage = sites_covered / "
+        ("# written by `sglang-matcher catalog extract`; coverage = sites_covered / "
         "sites_with_string_message over raise and assert sites, summed over the releases; "
-        "\"frame\": bare raise and assert sites (no message), recognized by their traceback frame",
+        "\"frame\": bare raise and assert sites (no message), recognized by their traceback frame"),
         f"command = {json.dumps(command)}",
         f"releases = [{', '.join(json.dumps(v) for v, *_ in per_release)}]",
         f"records = {len(records)}",

@@ -356,7 +356,7 @@ def _values(spec: ArgSpec, condition: ast.expr, args: Mapping[str, ArgSpec],
     out: list[Any] = []
     if spec.boolean_optional:
         out += [True, False]
-    out += [c for c in spec.choices or ()]
+    out += list(spec.choices or ())
     out += [_typed(spec, v) for v in _constants(condition, spec.dest, args, path)]
     if spec.type in ("int", "float") and spec.choices is None:
         out += [0, 1, 2]
@@ -412,7 +412,7 @@ def _witnesses(ev: Evaluator, cond: ast.expr, defaults: Mapping[str, Any],
     fields = list(choices)
     budget = 20_000  # evaluations: three fields of thirty choices each stay well inside it
     for want in (True, None):
-        for size in range(0, min(3, len(fields)) + 1):
+        for size in range(min(3, len(fields)) + 1):
             found: list[dict[str, Any]] = []
             for combo in itertools.combinations(fields, size):
                 for picked in itertools.product(*(choices[f] for f in combo)):

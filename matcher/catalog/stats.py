@@ -8,8 +8,8 @@ files: `releases_of` reads the release list `catalog extract` writes next to a c
 
 from __future__ import annotations
 
-from collections import Counter
 import tomllib
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,8 +86,8 @@ def fix_share(counts: Mapping[str, int]) -> str:
 def render_unevaluable(summary: Summary) -> str:
     """The records whose condition reads server arguments and that got no proven fix: id,
     why, and the condition."""
-    lines = [f"{len(summary.unevaluable)} records read server arguments and have no proven "
-             "flag change (fix in words):"]
+    lines = [(f"{len(summary.unevaluable)} records read server arguments and have no proven "
+             "flag change (fix in words):")]
     for r in summary.unevaluable:
         guard = r.guard
         assert guard is not None

@@ -41,7 +41,7 @@ import re
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from matcher.source.checkpoint import CheckpointState, FileCheckpoint
 from matcher.source.discovery import DEFAULT_MAX_ENTRIES, Discovery, expand
@@ -461,10 +461,8 @@ class FileSet:
         again while we read is caught by its first bytes, and what we just read is dropped.
         """
         size = f.size()
-        if size < f.offset:
-            truncated = True
-        elif f.identity.fp_len and size >= f.identity.fp_len \
-                and fingerprint(f.fd, f.identity.fp_len)[1] != f.identity.fp_hash:
+        if size < f.offset or (f.identity.fp_len and size >= f.identity.fp_len \
+                and fingerprint(f.fd, f.identity.fp_len)[1] != f.identity.fp_hash):
             truncated = True
         else:
             # Truncated and rewritten past our offset between two reads, with the same first
@@ -497,7 +495,7 @@ class FileSet:
     def refresh_identity(self, f: TailedFile) -> None:
         """Grow a short fingerprint once the file has more bytes (checkpoints keep the longest)."""
         if f.identity.fp_len < self.fingerprint_bytes and f.size() > f.identity.fp_len:
-            n, h = fingerprint(f.fd, f.identity.fp_len)
+            _n, h = fingerprint(f.fd, f.identity.fp_len)
             if h == f.identity.fp_hash:
                 f.identity, f.head = _identify(f.fd, self.fingerprint_bytes)
 

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # watch_harness
 
-from watch_harness import DaemonProcess  # noqa: E402
+from watch_harness import DaemonProcess
 
 
 def figure(text: str) -> None:

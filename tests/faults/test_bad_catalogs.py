@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from faultkit import sample, served_url, stderr_events
 from watch_harness import REPO, DaemonProcess, wait_for
 

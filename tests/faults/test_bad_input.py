@@ -12,7 +12,6 @@ import os
 import random
 
 import pytest
-
 from faultkit import figure, peak_rss_mib, sample, served_url
 from watch_harness import DaemonProcess, wait_for
 

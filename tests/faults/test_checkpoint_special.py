@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from faultkit import figure, peak_rss_mib, stderr_events
 from watch_harness import DaemonProcess
 

@@ -22,7 +22,7 @@ def test_a_crash_loop_recreating_the_same_log_is_read_every_time(tmp_path):
     log = tmp_path / "server.log"
     data = LAUNCH_ERROR.read_bytes()
     r = Reader(tmp_path)
-    for crash in range(4):
+    for _crash in range(4):
         if log.exists():
             log.unlink()
         log.write_bytes(data)

@@ -72,12 +72,13 @@ class SlowClients:
                 for key, events in sel.select(0.05):
                     s = key.fileobj
                     try:
-                        if events & selectors.EVENT_WRITE:  # connected (or failed)
-                            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
-                                s.send(HALF_HEAD)
-                                sel.modify(s, selectors.EVENT_READ)
-                                self.opened += 1
-                                continue
+                        # connected (or failed)
+                        if events & selectors.EVENT_WRITE \
+                                and s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                            s.send(HALF_HEAD)
+                            sel.modify(s, selectors.EVENT_READ)
+                            self.opened += 1
+                            continue
                         # readable: closed by the server (or answered): open another
                     except OSError:
                         pass

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faultkit import figure, metrics, peak_rss_mib, served_url, stderr_events
-from watch_harness import DaemonProcess, wait_for
 from test_aggregate import _word  # distinct letters: a fingerprint masks digits, not words
+from watch_harness import DaemonProcess, wait_for
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 AT_SIGTERM = 5_000  # distinct errors written just before SIGTERM: the drain reads them

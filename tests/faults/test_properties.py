@@ -7,13 +7,11 @@ The same targets are fuzzed by coverage with `python fuzz/run.py --seconds N` (a
 from __future__ import annotations
 
 import copy
-
 import io
+import itertools
 import json
 import os
-from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +22,6 @@ from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.sinks.events import EventWriter, event_dict
 from matcher.source.checkpoint import CheckpointStore
-from matcher.testing import SEQ_RECORD
 from matcher.types import Chunk
 
 ENGINE = Engine(load_catalog(builtin=True, generated=False).records)
@@ -56,8 +53,8 @@ FRAGMENTS = [
     b'{"log":"most recent call last):\\n","stream":"stdout","time":"2026-01-01T00:00:00Z"}\n',
     b'{"log":"[2026-01-01 00:00:00 TP5] x\\n","stream":"stderr","time":"2026-01-01T00:00:00Z"}\n',
     b'{"log":"  File \\"/x.py\\", line 3, in f\\n","stream":"stdout","time":"2026-01-01T00:00:00Z"}\n',
-    b'{"log":"RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\\n","stream":"stdout",'
-    b'"time":"2026-01-01T00:00:00Z"}\n',
+    (b'{"log":"RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\\n","stream":"stdout",'
+    b'"time":"2026-01-01T00:00:00Z"}\n'),
 ]
 log_bytes = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=40)),
                      max_size=60).map(b"".join)
@@ -67,7 +64,7 @@ def _events(data: bytes, cuts: list[int], fmt: str) -> list[tuple]:
     p = Pipeline(ENGINE, input_format=fmt, max_line_bytes=256, window=0.0)
     bounds = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
     out = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         out += p.feed(Chunk(data[a:b], "s", b), 1.0)
     out += p.drain(100.0)
     # Compared as a sorted list: the order of events follows when each record was seen to end,
@@ -84,7 +81,7 @@ def _pipeline_run(engine: Engine, data: bytes, cuts: list[int], fmt: str) -> tup
     p = Pipeline(engine, input_format=fmt, max_line_bytes=256, window=0.0)
     bounds = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
     events = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         events += p.feed(Chunk(data[a:b], "s", b), 1.0)
     checkpoint = p.checkpoint_offset("s")
     events += p.drain(100.0)
@@ -158,7 +155,7 @@ def test_checkpoint_file_never_crashes_the_start(tmp_path, content):
     for old in state_dir.iterdir():
         old.unlink()
     (state_dir / "checkpoints.json").write_bytes(content)
-    state, problem = CheckpointStore(state_dir).load()
+    _state, problem = CheckpointStore(state_dir).load()
     assert (problem is None) == (state_dir / "checkpoints.json").exists()
 
 

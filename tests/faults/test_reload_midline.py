@@ -14,7 +14,7 @@ import signal
 import time
 
 from faultkit import figure
-from watch_harness import DaemonProcess, wait_for
+from watch_harness import DaemonProcess
 
 
 def _traceback(seq: int) -> bytes:

@@ -10,7 +10,6 @@ import urllib.request
 from pathlib import Path
 
 import yaml
-
 from faultkit import served_url
 from watch_harness import REPO, DaemonProcess, wait_for
 
@@ -42,7 +41,7 @@ def test_idle_and_oversized_connections_cannot_exhaust_the_daemon(tmp_path):
                     s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
                               b"Content-Length: 1000000000000\r\n\r\n" + b"x" * 65536)
                     answer = s.recv(4096)
-                assert answer.startswith(b"HTTP/1.0 400") or answer.startswith(b"HTTP/1.1 400")
+                assert answer.startswith((b"HTTP/1.0 400", b"HTTP/1.1 400"))
             assert _healthz(url) == 200
             # The server's request timeout (10 s) closes them from its side.
             assert wait_for(lambda: _threads(d.proc.pid) <= baseline + 2, 30)

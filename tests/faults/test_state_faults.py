@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from faultkit import figure, sample, served_url, stderr_events
 from watch_harness import REPO, DaemonProcess, wait_for
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from matcher.testing import line_for  # noqa: E402
+from matcher.testing import line_for
 
 NOISE = "[2026-01-01 00:00:00 TP0] Decode batch. #running-req: 12, #token: 48213, gen throughput (token/s): 1523.4\n"
 
