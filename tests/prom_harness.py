@@ -9,7 +9,6 @@ fixed time to decide an outcome: `poll` waits for a condition, with a deadline a
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import time
@@ -21,16 +20,15 @@ from pathlib import Path
 from typing import Any, Self
 
 import pytest
+from debian import require_tool
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
 JOB = "sglang-matcher"  # the job name deploy/prometheus's alerts expect
 
 
 def tool(name: str) -> str:
-    path = shutil.which(name) or f"/usr/bin/{name}"
-    if not Path(path).exists():
-        pytest.fail(f"{name} not found: install Debian's `prometheus` package (.ci/apt-packages)")
-    return path
+    """`prometheus` or `promtool` (Debian's `prometheus` package): skipped if absent, failed in CI."""
+    return require_tool(name, "prometheus")
 
 
 def fetch(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:

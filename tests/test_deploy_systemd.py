@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from debian import require_tool
 from watch_harness import DaemonProcess
 
 from matcher.notify import Notifier
@@ -32,10 +33,7 @@ INSTALLED = "/usr/local/bin/sglang-matcher"
 
 
 def systemd_analyze() -> str:
-    path = shutil.which("systemd-analyze") or "/usr/bin/systemd-analyze"
-    if not Path(path).exists():
-        pytest.fail("systemd-analyze not found: install Debian's `systemd` (.ci/apt-packages)")
-    return path
+    return require_tool("systemd-analyze", "systemd")
 
 
 def our_binary() -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from debian import require_tool
 
 from matcher.catalog import CatalogRecord, load_catalog
 from matcher.catalog.export import export, mtail_counter, render, translate
@@ -77,14 +77,13 @@ def engine_line_counts(engine: Engine, log: Path) -> Counter[str]:
 
 
 def grep_count(args: list[str], log: Path) -> int:
-    done = subprocess.run(["grep", "-E", "-c", *args, str(log)], capture_output=True, text=True,
+    done = subprocess.run([require_tool("grep"), "-E", "-c", *args, str(log)], capture_output=True, text=True,
                           env={"LC_ALL": "C"}, check=False)
     assert done.returncode in (0, 1), done.stderr
     assert done.stderr == "", done.stderr  # no "stray \" or other warnings either
     return int(done.stdout)
 
 
-@pytest.mark.skipif(shutil.which("grep") is None, reason="needs GNU grep")
 def test_each_curated_pattern_greps_the_lines_the_engine_matches(real_log: Path) -> None:
     """Per translated curated pattern, `grep -E -c` and the engine count the same lines."""
     records = load_catalog(builtin=False, user_paths=[CURATED]).records
@@ -95,7 +94,6 @@ def test_each_curated_pattern_greps_the_lines_the_engine_matches(real_log: Path)
     assert sum(1 for n in got.values() if n) >= 60  # not a vacuous agreement on zeros
 
 
-@pytest.mark.skipif(shutil.which("grep") is None, reason="needs GNU grep")
 def test_full_catalog_grep_file_counts_the_lines_any_translated_pattern_matches(
         real_log: Path, tmp_path: Path) -> None:
     """The whole exported catalog through `grep -E -n -f` finds the lines where the engine
@@ -113,7 +111,7 @@ def test_full_catalog_grep_file_counts_the_lines_any_translated_pattern_matches(
     for start in range(0, len(texts), 1000):
         chunk = tmp_path / "chunk.grep"
         chunk.write_text("".join(texts[start:start + 1000]))
-        done = subprocess.run(["grep", "-E", "-n", "-f", str(chunk), str(real_log)],
+        done = subprocess.run([require_tool("grep"), "-E", "-n", "-f", str(chunk), str(real_log)],
                               capture_output=True, text=True, env={"LC_ALL": "C"}, check=False)
         assert done.returncode in (0, 1) and done.stderr == "", done.stderr
         found |= {int(x.split(":", 1)[0]) for x in done.stdout.splitlines()}
@@ -122,17 +120,17 @@ def test_full_catalog_grep_file_counts_the_lines_any_translated_pattern_matches(
     assert found == expected
 
 
-@pytest.mark.skipif(shutil.which("mtail") is None, reason="needs mtail (.ci/apt-packages)")
 def test_mtail_program_counts_per_pattern_like_the_engine(real_log: Path, tmp_path: Path) -> None:
     """The curated catalog as an mtail program: each counter, after `mtail --one_shot` over the
     log, equals the engine's line count for its pattern."""
+    mtail = require_tool("mtail")
     records = load_catalog(builtin=False, user_paths=[CURATED]).records
     result = export(records, "mtail")
     progs = tmp_path / "progs"
     progs.mkdir()
     (progs / "curated.mtail").write_text(render(result))
     done = subprocess.run(
-        ["mtail", "--one_shot", "--one_shot_format=json", "--progs", str(progs), "--logs",
+        [mtail, "--one_shot", "--one_shot_format=json", "--progs", str(progs), "--logs",
          str(real_log), "--address", "127.0.0.1", "--port", "0"],
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -143,14 +141,14 @@ def test_mtail_program_counts_per_pattern_like_the_engine(real_log: Path, tmp_pa
     assert got == {mtail_counter(r.id): expected[r.id] for r, _ in result.patterns}
 
 
-@pytest.mark.skipif(shutil.which("mtail") is None, reason="needs mtail (.ci/apt-packages)")
 def test_full_catalog_mtail_program_compiles(tmp_path: Path) -> None:
     """All 15,000+ translated patterns of the built-in catalog pass `mtail --compile_only`, and
     a broken one would not (so the check can fail)."""
+    mtail = require_tool("mtail")
     progs = tmp_path / "progs"
     progs.mkdir()
     assert main(["catalog", "export", "--dialect", "mtail", "-o", str(progs / "full.mtail")]) == 0
-    run = ["mtail", "--compile_only", "--progs", str(progs), "--address", "127.0.0.1",
+    run = [mtail, "--compile_only", "--progs", str(progs), "--address", "127.0.0.1",
            "--port", "0"]
     done = subprocess.run(run, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

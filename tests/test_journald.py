@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from debian import require_tool
 
 from matcher.source.journald import (
     HINT_GROUP,
@@ -35,19 +36,10 @@ from matcher.types import Line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-JOURNAL_REMOTE = next(
-    (p for p in ("/lib/systemd/systemd-journal-remote", "/usr/lib/systemd/systemd-journal-remote")
-     if os.access(p, os.X_OK)),
-    None,
-)
-JOURNALCTL = shutil.which("journalctl")
-
-if JOURNAL_REMOTE is None or JOURNALCTL is None:
-    _why = ("needs journalctl (Debian package systemd) and systemd-journal-remote (Debian "
-            "package systemd-journal-remote)")
-    if os.environ.get("CI"):
-        pytest.fail(_why, pytrace=False)
-    pytest.skip(_why, allow_module_level=True)
+JOURNALCTL = require_tool("journalctl", "systemd", module=True)
+JOURNAL_REMOTE = require_tool(
+    "systemd-journal-remote", "systemd-journal-remote", module=True,
+    also=("/lib/systemd/systemd-journal-remote", "/usr/lib/systemd/systemd-journal-remote"))
 
 BOOT_ID = "5f1a9b0e2c3d4e5f8a7b6c5d4e3f2a1b"
 UNIT = "sglang.service"
@@ -391,15 +383,16 @@ def test_unreadable_journal_says_to_join_the_systemd_journal_group(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """journalctl run by a user who may not read the journal exits; the status says what
     journalctl said and how to grant access."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run journalctl as an unprivileged user")
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run journalctl as an unprivileged user (setpriv)")
+    setpriv = require_tool("setpriv", "util-linux")
     # Outside pytest's 0700 tmp tree: nobody can list the directory, not read the file (0640).
     directory = Path(tempfile.mkdtemp(prefix="journal-"))
     request.addfinalizer(lambda: shutil.rmtree(directory, ignore_errors=True))
     directory.chmod(0o755)
     write_journal(directory / "system.journal", ENTRIES[:1])
     as_nobody = tmp_path / "journalctl-as-nobody"
-    as_nobody.write_text("#!/bin/sh\nexec setpriv --reuid=nobody --regid=nogroup --clear-groups "
+    as_nobody.write_text(f"#!/bin/sh\nexec {setpriv} --reuid=nobody --regid=nogroup --clear-groups "
                          f"{JOURNALCTL} \"$@\"\n")
     as_nobody.chmod(0o755)
     clock = [0.0]

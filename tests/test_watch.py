@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 from collections import Counter
 
 import pytest
+from debian import require_tool
 from watch_harness import REPO, DaemonProcess, wait_for, writer
 
 from matcher.testing import line_for
@@ -225,6 +225,7 @@ def test_check_validates_config_and_catalog(tmp_path):
 @pytest.mark.parametrize("mode,glob", [("create", "server.log"), ("copytruncate", "server.log*")])
 def test_real_logrotate_while_writing(tmp_path, mode, glob):
     """Debian's logrotate rotates under a writer that reopens like a real logger: nothing lost or doubled."""
+    logrotate = require_tool("logrotate")
     log = tmp_path / "server.log"
     log.touch()
     conf = tmp_path / "logrotate.conf"
@@ -235,8 +236,7 @@ def test_real_logrotate_while_writing(tmp_path, mode, glob):
         rotations = 0
         while w.poll() is None:
             wait_for(lambda: False, 0.3)
-            subprocess.run([shutil.which("logrotate") or "/usr/sbin/logrotate", "-f", "-s", str(state),
-                            str(conf)], check=True)
+            subprocess.run([logrotate, "-f", "-s", str(state), str(conf)], check=True)
             rotations += 1
         assert w.wait() == 0 and rotations >= 3
         on_disk = Counter()

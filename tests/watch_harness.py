@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from debian import require_tool
+
 from matcher.testing import SEQ_RECORD
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +50,8 @@ class DaemonProcess:
         self.env = env or {}
         self.builtin = builtin  # also load the built-in sglang catalog
         # Root reads any file; without CAP_DAC_OVERRIDE it is refused like any user.
-        self.prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+        self.prefix = [require_tool("setpriv", "util-linux"),
+                       "--bounding-set=-dac_override,-dac_read_search",
                        "--inh-caps=-dac_override,-dac_read_search"] \
             if honour_file_modes and os.geteuid() == 0 else []
 
