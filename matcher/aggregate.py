@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from matcher import frames
+from matcher.redact import Redactor
 from matcher.types import Event, Match, Record
 
 DEFAULT_WINDOW = 5.0
@@ -72,6 +73,7 @@ MAX_TRACEBACK_CHARS = 8192
 # small entries are a few MB; more distinct errors than that within one window or repeat
 # interval is a flood no one reads event by event.
 MAX_TRACKED = 10_000
+_REDACTOR = Redactor()  # for the cut when the caller gave none
 
 _MASKS = (
     (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
@@ -122,10 +124,14 @@ def log_time(log_ts: str | None) -> float | None:
         return None
 
 
-def traceback_text(record: Record) -> str | None:
+def traceback_text(record: Record, redactor: Redactor | None = None) -> str | None:
+    """A traceback's text, its middle cut past `MAX_TRACEBACK_CHARS` — redacted as a whole
+    first, so that no secret straddling a cut leaves its head or tail behind."""
     if record.kind != "traceback":
         return None
     text = record.text
+    if len(text) > MAX_TRACEBACK_CHARS:
+        text = (redactor or _REDACTOR).text(text)
     if len(text) > MAX_TRACEBACK_CHARS:
         half = MAX_TRACEBACK_CHARS // 2
         text = text[:half] + "\n…\n" + text[-half:]
@@ -174,6 +180,7 @@ class Aggregator:
         early: bool = False,
         rank_grace: float = DEFAULT_RANK_GRACE,
         max_tracked: int = MAX_TRACKED,
+        redactor: Redactor | None = None,
     ) -> None:
         if max_tracked < 1:
             raise ValueError("max_tracked must be at least 1")
@@ -184,6 +191,7 @@ class Aggregator:
         self.catalog_version = catalog_version
         self.labels = dict(labels or {})
         self.max_tracked = max_tracked
+        self.redactor = redactor if redactor is not None else _REDACTOR  # before the cut
         self._now = 0.0  # the latest arrival time given
         # Every table in arrival order, oldest first: what left its window or interval is found
         # at the front and removed there, so no record costs a pass over any table.
@@ -401,7 +409,7 @@ class Aggregator:
             observed_ts=group.observed,
             ranks=tuple(sorted(group.ranks, key=_rank_order)),
             occurrences=group.occurrences,
-            traceback=traceback_text(r),
+            traceback=traceback_text(r, self.redactor),
             catalog_version=self.catalog_version,
             labels=dict(self.labels),
             consequences=tuple(group.consequences),

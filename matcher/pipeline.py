@@ -36,6 +36,7 @@ from matcher.decode import (
 )
 from matcher.engine import Engine
 from matcher.framing import Framer
+from matcher.redact import Redactor
 from matcher.types import Chunk, Event, Fed, Line, Match, Record
 
 
@@ -77,6 +78,7 @@ class Pipeline:
         early: bool = False,
         rank_grace: float = DEFAULT_RANK_GRACE,
         sglang_version: str = "all",
+        redactor: Redactor | None = None,
     ) -> None:
         if input_format not in INPUT_FORMATS:
             raise ValueError(f"input format {input_format!r} is not one of "
@@ -84,7 +86,10 @@ class Pipeline:
         self.engine = engine
         self.aggregator = Aggregator(window=window, catalog_version=catalog_version, labels=labels,
                                      repeat_interval=repeat_interval, early=early,
-                                     rank_grace=rank_grace)
+                                     rank_grace=rank_grace, redactor=redactor)
+        # Text is redacted before every cut that could split a secret: a traceback's at 8 KiB
+        # (the aggregator), a message's (the framer), a line's at `max_line_bytes` (`_uncut`).
+        self.redactor = self.aggregator.redactor
         self.max_line_bytes = max_line_bytes
         self.flush_after = flush_after
         self.input_format = input_format
@@ -143,7 +148,7 @@ class Pipeline:
                 _SKIPPABLE.get(fmt)):
             for line in decoder.decode(raw):
                 taken.append(line)
-                records.extend(framer.feed(line, now))
+                records.extend(framer.feed(self._uncut(line), now))
         self._count_malformed(source, decoder.malformed - before)
         self.stats.by_source_format[source] = fmt
         self._count(source, taken)
@@ -231,13 +236,15 @@ class Pipeline:
         """
         self._splitters, self._decoders = old._splitters, old._decoders
         self._framers, self._positions = old._framers, old._positions
+        for framer in self._framers.values():
+            framer.redactor = self.redactor  # the reloaded patterns, before the next cut
         self.stats = old.stats
         if self.sglang_version == old.sglang_version:
             self._tracker = old._tracker  # what each source taught stays learned
         settings = self.aggregator
         self.aggregator = old.aggregator
         for name in ("window", "early", "rank_grace", "repeat_interval", "catalog_version",
-                     "labels"):
+                     "labels", "redactor"):
             setattr(self.aggregator, name, getattr(settings, name))
 
     # -- positions ---------------------------------------------------------------------------
@@ -314,8 +321,15 @@ class Pipeline:
         framer = self._framer(source)
         records: list[Record] = []
         for line in lines:
-            records.extend(framer.feed(line, now))
+            records.extend(framer.feed(self._uncut(line), now))
         return self._records(records, now)
+
+    def _uncut(self, line: Line) -> Line:
+        """A line cut at `max_line_bytes` lost its end unseen: what may be the head of a secret
+        cut there goes too (`Redactor.truncated`)."""
+        if not line.truncated:
+            return line
+        return dataclasses.replace(line, text=self.redactor.truncated(line.text))
 
     def _records(self, records: list[Record], now: float) -> list[Event]:
         events: list[Event] = []
@@ -417,5 +431,6 @@ class Pipeline:
     def _framer(self, source: str) -> Framer:
         f = self._framers.get(source)
         if f is None:
-            f = self._framers[source] = Framer(flush_after=self.flush_after)
+            f = self._framers[source] = Framer(flush_after=self.flush_after,
+                                               redactor=self.redactor)
         return f

@@ -4,6 +4,19 @@ sglang prints its arguments at start-up — `server_args={'api_key': 'sk-…', �
 `ServerArgs(api_key='sk-…', …)` before — and request logs may hold tokens and headers. Every
 string that leaves the process (event fields, traceback text, captures, labels) goes through a
 `Redactor`. The value is replaced, the key is kept, so an operator still sees that a key was set.
+
+A key names a secret when its last word is one (`api_key`, `OPENAI_API_KEY`, `x-api-key`,
+`hf_token`, `token`, `client_secret`, `db_password`, `passwd`, `credentials`, `authorization`,
+…), in any of `name=value`, `name = value`, `name: value`, `'name': 'value'`, `"name": "value"`,
+`name='value'` and `--name value` / `--name=value` (hyphens or underscores); `max_tokens`,
+`tokenizer_path`, `key_len`, `pad_token` and sglang's `#new-token: 6` are not. URLs lose their
+password, whether the user is empty (`redis://:pw@host`) or the password holds `@` (everything up
+to the last `@` before the host goes).
+
+Redact before any cut: a secret cut in two is no longer recognizable, so whoever shortens text
+that will be emitted redacts the whole of it first (`text`), and text whose end was lost without
+being seen (a line cut at `max_line_bytes`) goes through `truncated`, which also drops what could
+be the head of a secret at the cut.
 """
 
 from __future__ import annotations
@@ -15,26 +28,51 @@ import regex
 
 MASK = "***"
 
-_SECRET_KEY = r"(?:[A-Za-z_]*(?:api_key|apikey|token(?!izer|s)|secret|password|passwd|credential)[A-Za-z_]*)"
+# The last word of a key that names a secret (case-insensitive). Tokenizer words are not.
+_SECRET_WORD = (
+    r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|auth[_-]?key"
+    r"|(?<!(?:pad|eos|bos|unk|sep|cls|mask|special|start|end|stop|image|audio|video)[_-])token"
+    r"|secrets?|password|passwd|passphrase|credentials?)"
+)
+# A key: words joined by `_` or `-`, its last word a secret word, ending there.
+_SECRET_KEY = rf"(?:[a-z0-9]+[_-])*?{_SECRET_WORD}(?![\w-])"
+# A key standing alone: not part of a longer word, a flag (`--…`, handled on its own) or one of
+# sglang's counters (`#new-token: 6`).
+_BARE_KEY = rf"(?<![\w#-]){_SECRET_KEY}"
+# A quoted value: up to its closing quote (backslash escapes kept inside), or, when the text was
+# cut before it closed, to the end of the line.
+_QUOTED = r"""(?P<q>['"])(?P<secret>(?:\\.|(?!(?P=q))[^\n\\])+)(?:(?P=q)|(?=\n)|\Z)"""
+# An unquoted value: up to white space or punctuation that ends a value; not None/null/true/false
+# (an unset key says nothing).
+_BARE = r"""(?!(?:none|null|true|false)(?![^\s'",;&)}\]]))(?P<secret>[^\s'",;&)}\]]+)"""
+# `x-auth-token: Bearer x`: the scheme is kept, the credential goes.
+_SCHEME = r"(?:(?:bearer|basic|token)[ \t]+)?"
 
 DEFAULT_PATTERNS: tuple[str, ...] = (
-    # 'api_key': 'x' / "hf_token": "x"   (Python dict repr, JSON)
-    rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*:\s*)(?P<q>['"])(?P<secret>(?:(?!(?P=q)).)+)(?P=q)""",
-    # api_key='x'   (dataclass repr: ServerArgs(api_key='x', ...))
-    rf"""(?i)(?P<keep>\b{_SECRET_KEY}=)(?P<q>['"])(?P<secret>(?:(?!(?P=q)).)+)(?P=q)""",
-    # HF_TOKEN=x / api_key=x  (environment, key=value logs)
-    rf"""(?i)(?P<keep>\b{_SECRET_KEY}=)(?P<secret>[^\s'",)}}]+)""",
-    # --api-key x / --api-key=x / --hf-token x
-    r"""(?i)(?P<keep>--[a-z-]*(?:api-key|token(?!s|izer)|secret|password)[a-z-]*(?:=|\s+))(?P<secret>[^\s'"]+)""",
     # Authorization: Bearer x / Authorization: Basic x / bearer tokens anywhere
     r"""(?i)(?P<keep>\bauthorization['"]?\s*[:=]\s*['"]?(?:bearer\s+|basic\s+|token\s+)?)(?P<secret>[^\s'",}]+)""",
     r"""(?i)(?P<keep>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",
+    # 'api_key': 'x' / "hf_token": "x" / {'x-api-key': 'x'}   (Python dict repr, JSON)
+    rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*[:=]\s*){_QUOTED}""",
+    # 'api_key': x   (a quoted key, a bare value)
+    rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*[:=]\s*{_SCHEME}){_BARE}""",
+    # api_key='x' / api_key = "x" / api_key: 'x'   (dataclass repr, YAML, assignments)
+    rf"""(?i)(?P<keep>{_BARE_KEY}\s*[:=]\s*){_QUOTED}""",
+    # HF_TOKEN=x / api_key = x / OPENAI_API_KEY: x   (environment, key=value logs, YAML)
+    rf"""(?i)(?P<keep>{_BARE_KEY}[ \t]*(?:=|:(?!//))[ \t]*{_SCHEME}){_BARE}""",
+    # --api-key x / --api_key=x / --hf-token x
+    rf"""(?i)(?P<keep>--{_SECRET_KEY}(?:=|\s+)(?!--))(?P<secret>[^\s'"]+)""",
     # Hugging Face and OpenAI-style keys
     r"""(?P<secret>\bhf_[A-Za-z0-9]{20,})""",
     r"""(?P<secret>\bsk-[A-Za-z0-9_-]{8,})""",
-    # scheme://user:password@host
-    r"""(?P<keep>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)(?P<secret>[^\s@/]+)(?=@)""",
+    # scheme://user:password@host, the user maybe empty, the password up to the last @ before
+    # the host (an unescaped @ in a password is common enough)
+    r"""(?i)(?P<keep>\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)(?P<secret>[^\s/]+)(?=@[^\s@/]*)""",
 )
+
+# What may be the head of a secret at the end of a cut text: the last run of characters that
+# could all belong to one value.
+_TAIL = regex.compile(r"""[^\s'"=:,;(){}\[\]<>@/]+\Z""")
 
 
 class Redactor:
@@ -52,6 +90,19 @@ class Redactor:
             value = p.sub(_replace, value)
         return value
 
+    def truncated(self, value: str) -> str:
+        """`value` is the head of a longer text whose rest is gone: redact it, and drop its last
+        run of value characters, which may be the head of a secret cut at the end."""
+        value = self.text(value)
+        tail = _TAIL.search(value)
+        return value[: tail.start()] if tail is not None else value
+
+    def cut(self, value: str, limit: int) -> str:
+        """The first `limit` characters of `value`, redacted over the whole of it first."""
+        if len(value) <= limit:
+            return value
+        return self.text(value)[:limit]
+
     def value(self, obj: Any) -> Any:
         """Redact every string inside `obj` (dicts, lists, tuples), keys included."""
         if isinstance(obj, str):
@@ -64,8 +115,8 @@ class Redactor:
 
 
 # Every default pattern needs one of these (case-insensitively) to match at all.
-_TRIGGERS = ("key", "token", "secret", "password", "passwd", "credential", "authorization",
-             "bearer", "hf_", "sk-", "://")
+_TRIGGERS = ("key", "token", "secret", "password", "passwd", "passphrase", "credential",
+             "authorization", "bearer", "hf_", "sk-", "://")
 
 
 def _might_hold_a_secret(value: str) -> bool:
