@@ -115,7 +115,6 @@ class Daemon:
         self._stop = False
         self._reload = False
         self._next_retention = 0.0
-        self._regex_seen: tuple[object, int, frozenset[str]] = (None, 0, frozenset())
 
     @staticmethod
     def hooks(wakeup: Wakeup, stopping: Callable[[], bool]) -> Hooks:
@@ -308,12 +307,7 @@ class Daemon:
             topo.telemetry.checkpoint_written()
 
     def _count_regex_timeouts(self) -> None:
-        """The engine's timeout bookkeeping → counter and log (the engine itself never logs)."""
-        stats = self.topo.pipeline.engine.stats
-        seen_engine, seen_timeouts, seen_quarantined = self._regex_seen
-        if seen_engine is not stats:  # a reload compiled a new engine
-            seen_timeouts, seen_quarantined = 0, frozenset()
-        if stats.timeouts != seen_timeouts:
-            self.topo.telemetry.regex_timeouts(stats.timeouts - seen_timeouts,
-                                               sorted(stats.quarantined - seen_quarantined))
-        self._regex_seen = (stats, stats.timeouts, frozenset(stats.quarantined))
+        """The engine's timeouts since the last turn → counter and log."""
+        timeouts, quarantined = self.topo.pipeline.engine.take_timeouts()
+        if timeouts:
+            self.topo.telemetry.regex_timeouts(timeouts, quarantined)

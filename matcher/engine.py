@@ -164,6 +164,8 @@ class Engine:
             else:
                 self._framed_by_source.setdefault(r.raised_in.source or "", []).append(j)
         self.stats = EngineStats()
+        self._told_timeouts = 0  # stats.timeouts at the last `take_timeouts`
+        self._untold_quarantined: list[str] = []
         self._timeouts_by_id: dict[str, int] = {}
         self._cut_timeouts_by_id: dict[str, int] = {}
         self._cut_patterns: dict[str, regex.Pattern[str]] = {}
@@ -317,7 +319,17 @@ class Engine:
     def _count_timeout(self, rid: str, counts: dict[str, int], quarantined: set[str]) -> None:
         counts[rid] = counts.get(rid, 0) + 1
         if counts[rid] >= self.quarantine_after:
+            if rid not in quarantined and quarantined is self.stats.quarantined:
+                self._untold_quarantined.append(rid)
             quarantined.add(rid)
+
+    def take_timeouts(self) -> tuple[int, list[str]]:
+        """Whole-pattern timeouts since the last call, and the patterns quarantined since: what
+        the daemon counts and logs (the engine itself never logs)."""
+        told = self._told_timeouts
+        self._told_timeouts = self.stats.timeouts
+        quarantined, self._untold_quarantined = self._untold_quarantined, []
+        return self.stats.timeouts - told, sorted(quarantined)
 
     def _cut_compiled(self, pattern: CompiledPattern) -> regex.Pattern[str]:
         """The pattern up to its first unbounded wildcard (`cut_prefix`), compiled once: a cut

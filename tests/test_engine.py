@@ -81,8 +81,12 @@ def test_pathological_pattern_times_out_and_is_quarantined():
     e = Engine([evil, good], timeout=0.05, quarantine_after=3, use_hyperscan=False)
     line = one("Capture failed: " + "x" * 5000 + "!")
     started = time.monotonic()
-    for _ in range(5):
+    assert e.match(line).pattern.id == "good"
+    assert e.take_timeouts() == (1, [])  # what the daemon counts each turn: news only
+    for _ in range(4):
         assert e.match(line).pattern.id == "good"
+    assert e.take_timeouts() == (2, ["evil"])
+    assert e.take_timeouts() == (0, [])
     assert e.stats.timeouts == 3
     assert e.stats.quarantined == {"evil"}
     assert time.monotonic() - started < 5  # bounded: 3 timeouts of 0.05 s, not minutes
