@@ -244,3 +244,26 @@ def test_retries_wait_doubling_delays_under_the_ceiling(make_sink, registry, mon
     wait_for(lambda: value(registry, "sglang_matcher_webhook_failed_total",
                            reason="retries_exhausted") == 1)
     assert waits == [0.01, 0.02, 0.04, 0.05, 0.05]
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_printed(receivers, make_sink,
+                                                                          registry):
+    """`http://user:p@ss@host/hook` delivers (it never did: urllib took `user:p@ss@host` for
+    the host), with the userinfo as an `Authorization: Basic` header, not in the request line."""
+    import base64
+    r = receivers()
+    url = r.url.replace("http://", "http://hook%20user:pa@ss-W0RD@")
+    sink = make_sink(url)
+    assert "pa@ss-W0RD" not in sink.url and "hook" in sink.url and "@" not in sink.url
+    sink.accept([event(0)])
+    wait_for(lambda: len(r.requests) == 1)
+    path, headers, _ = r.requests[0]
+    assert path == "/hook"
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"hook user:pa@ss-W0RD").decode()
+    wait_for(lambda: value(registry, "sglang_matcher_webhook_delivered_total") == 1)
+
+
+def test_a_refused_url_with_credentials_is_named_without_them():
+    with pytest.raises(ValueError) as e:
+        WebhookSink("ftp://user:hunter2secret@host/x", redactor=Redactor())
+    assert "hunter2secret" not in str(e.value)

@@ -5,7 +5,9 @@ reading. One background thread POSTs each event (the same redacted dict `events.
 prints), in order, with a timeout; connection errors, timeouts, 408, 429 and 5xx are retried
 with exponential backoff (`backoff_initial`, doubling, at most `backoff_max` seconds between
 tries, `max_retries` retries); other answers (4xx, and 3xx: redirects are not followed, so a
-body never goes to a host nobody configured) give the event up as `rejected`.
+body never goes to a host nobody configured) give the event up as `rejected`. Credentials in the
+URL (`https://user:pass@host/path`) are sent as HTTP Basic auth (an `Authorization` header given
+in `headers` wins); `url` keeps the URL without them, and the one in errors is redacted.
 
 What can be lost, and is counted (`sglang_matcher_webhook_*`, via `Telemetry`): when the queue
 is full the *oldest* event is dropped (`dropped`) — the newest says most about the current
@@ -16,6 +18,7 @@ notification, not the record: stdout and the counters have every event.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import threading
@@ -25,7 +28,7 @@ import urllib.request
 from collections import deque
 from collections.abc import Mapping
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from matcher import __version__
 from matcher.backoff import Backoff
@@ -36,6 +39,21 @@ from matcher.types import Batch, Event
 
 _Outcome = Literal["ok", "retry", "rejected"]
 _RETRY_STATUS = frozenset({408, 429})
+
+
+def _without_userinfo(parts: SplitResult) -> str:
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _basic_auth(parts: SplitResult) -> str | None:
+    """`Basic base64(user:password)` of the URL's userinfo (percent-decoded), None without."""
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if not at:
+        return None
+    user, _, password = userinfo.partition(":")
+    pair = f"{unquote(user)}:{unquote(password)}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -66,7 +84,10 @@ class WebhookSink:
         if queue_size < 1 or max_retries < 0 or timeout <= 0 or backoff_initial < 0:
             raise ValueError("webhook: needs queue_size ≥ 1, max_retries ≥ 0, timeout > 0 "
                              "and backoff ≥ 0")
-        self.url = url
+        # Credentials in the URL (https://user:pass@host/…) go as HTTP Basic auth: urllib
+        # would take `user:pass@host` for the host. The URL kept, and so printed, has none.
+        self.url = _without_userinfo(parts)
+        auth = _basic_auth(parts)
         self.endpoint = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
         self._redactor = redactor
         self._telemetry = telemetry
@@ -75,7 +96,8 @@ class WebhookSink:
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
         self._headers = {"Content-Type": "application/json",
-                         "User-Agent": f"sglang-matcher/{__version__}", **(headers or {})}
+                         "User-Agent": f"sglang-matcher/{__version__}",
+                         **({"Authorization": auth} if auth else {}), **(headers or {})}
         self._opener = urllib.request.build_opener(_NoRedirect)
         self._queue: deque[Event] = deque(maxlen=queue_size)
         self._cond = threading.Condition()
