@@ -239,7 +239,7 @@ class Daemon:
     def chunk(self, chunk: Chunk, now: float) -> Fed:
         try:
             fed = self.topo.pipeline.feed_counted(chunk, now)
-        except Exception as e:  # a bug must cost a chunk, not the daemon: counted, logged
+        except Exception as e:  # noqa: BLE001 - a bug must cost a chunk, not the daemon
             self.topo.telemetry.pipeline_error("match", e, path=display_name(chunk.source),
                                                offset=chunk.end_offset - len(chunk.data))
             return Fed([])

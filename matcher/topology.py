@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import prometheus_client
 import regex
@@ -197,7 +197,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     else:
         # Before anything is opened: a systemd service starts with a soft limit of 1024.
         nofile = limits.raise_nofile_limit()
-        prometheus_client.disable_created_metrics()
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         registry = CollectorRegistry()
         try:
             telemetry = Telemetry(registry, log, labels, redactor=redactor)
@@ -342,7 +342,7 @@ def _events_file(config: Config, redactor: Redactor, prev: Topology | None,
             and prev.config.events_file == config.events_file:
         return prev.events_file
     try:
-        stream: IO[str] = open(config.events_file, "a", encoding="utf-8")  # noqa: SIM115
+        stream: TextIO = open(config.events_file, "a", encoding="utf-8")  # noqa: SIM115
     except OSError as e:
         raise ConfigError(f"setting 'events_file': cannot open {config.events_file} for "
                           f"appending: {e.strerror}",

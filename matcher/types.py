@@ -102,11 +102,21 @@ class Match:
     cut: bool = False  # the text ended inside the pattern, after its head (`Engine`)
 
 
+# `Event.error_class` when neither the catalog record nor the log names a class (a plain line
+# such as `NCCL WARN …`, a record without `errorClass`): never empty, in an event or a label.
+UNCLASSIFIED = "UnclassifiedError"
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
-    """What an operator sees: one real occurrence of a failure, possibly seen on several ranks."""
+    """What an operator sees: one real occurrence of a failure, possibly seen on several ranks.
 
-    event: Literal["sglang_error", "sglang_unknown_error"]
+    `event` follows `severity` (README, "Outputs"): `sglang_error` is a known failure of
+    severity critical or error, `sglang_warning` a known message below that (warning, info),
+    `sglang_unknown_error` an exception no record knows.
+    """
+
+    event: Literal["sglang_error", "sglang_warning", "sglang_unknown_error"]
     error_class: str
     message: str
     source: str
@@ -209,4 +219,5 @@ class Sink(Protocol):
 
     def flush(self) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self) -> object: ...  # what a sink says of its closing is its own (the webhook:
+    #                                 how many it could not send)

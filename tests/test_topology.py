@@ -20,11 +20,12 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from watch_harness import DaemonProcess, wait_for
 
 from matcher.testing import SEQ_RECORD, line_for
-from watch_harness import DaemonProcess, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,9 +122,9 @@ def test_check_accepts_a_good_config_and_releases_the_port(tmp_path):
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):
-    bodies: list[dict] = []
+    bodies: ClassVar[list[dict]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).bodies.append(json.loads(body))
         self.send_response(200)

@@ -361,7 +361,7 @@ class FileSource:
         wake = self._wake
         source = self
 
-        class Handler(FileSystemEventHandler):  # type: ignore[misc]
+        class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
                 if event.event_type in ("created", "deleted", "moved"):
                     source._structure_changed = True  # a walk of the globs, at once
