@@ -66,6 +66,7 @@ class Telemetry:
         stages: Iterable[str] = STAGES,
         error_types: Iterable[str] = ERROR_TYPES,
         quiet_for: float = 10.0,
+        checkpoint_log_every: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -80,6 +81,11 @@ class Telemetry:
         self._stages = frozenset(stages)
         self._error_types = frozenset(error_types)
         self._quiet_for = quiet_for
+        self._checkpoint_log_every = checkpoint_log_every
+        # Checkpoint write failures: when one was last logged, and how many since (a read-only
+        # state dir fails every turn — once a second — and must not log every time).
+        self._checkpoint_logged: float | None = None
+        self._checkpoint_unlogged = 0
         self._clock = clock
         self._held: dict[str, tuple[float, int]] = {}  # notice kind -> (last logged, held back)
         self._lock = threading.Lock()
@@ -208,14 +214,32 @@ class Telemetry:
     def checkpoint_written(self) -> None:
         self._checkpoint_writes_child.inc()
         self._series(self._checkpoint_last).set(self._wall())
+        with self._lock:
+            unlogged, self._checkpoint_unlogged = self._checkpoint_unlogged, 0
+            self._checkpoint_logged = None
+        if unlogged:  # failures held back since the last log line: say they ended, and how many
+            self._emit("warning", "checkpoint_recovered", failures=unlogged)
 
     def heartbeat(self) -> None:
         """The main loop went round once; called every turn, so it only sets a gauge."""
         self._heartbeat_child.set(self._wall())
 
     def checkpoint_failed(self, reason: str, **fields: Any) -> None:
+        """A checkpoint write failed. Counted every time; logged the first time, then at most once
+        per `checkpoint_log_every` seconds (and always for the final save at shutdown), with
+        `failures`: how many failed since the previous log line, this one included."""
         self._series(self._checkpoint_failures).inc()
-        self._emit("error", "checkpoint_failed", **{"detail": reason, **fields})  # fields win
+        now = self._clock()
+        with self._lock:
+            self._checkpoint_unlogged += 1
+            last = self._checkpoint_logged
+            if last is not None and now - last < self._checkpoint_log_every \
+                    and not fields.get("final"):
+                return
+            self._checkpoint_logged = now
+            failures, self._checkpoint_unlogged = self._checkpoint_unlogged, 0
+        self._emit("error", "checkpoint_failed",
+                   **{"detail": reason, "failures": failures, **fields})  # fields win
 
     def reload(self, result: ReloadResult, **fields: Any) -> None:
         if result not in ("ok", "failed"):

@@ -76,7 +76,7 @@ def test_curated_and_user_series_exist_at_zero_before_any_event():
     sink(registry)
     assert errors(registry) == {
         ("cur-a", "ValueError", "error"): 0.0,
-        ("cur-b", "", "warning"): 0.0,
+        ("cur-b", "UnclassifiedError", "warning"): 0.0,
         ("user-a", "torch.OutOfMemoryError", "critical"): 0.0,
     }
     assert registry.get_sample_value(
@@ -96,7 +96,8 @@ def test_every_builtin_curated_record_has_a_zero_series():
     curated = [r for r in catalog.records if r.layer == "curated"]
     assert curated
     for r in curated:
-        labels = {"pattern_id": r.id, "error_class": r.error_class or "", "severity": r.severity}
+        labels = {"pattern_id": r.id, "error_class": r.error_class or "UnclassifiedError",
+                  "severity": r.severity}
         assert registry.get_sample_value(ERRORS, labels) == 0.0, r.where
 
 
@@ -157,7 +158,7 @@ def test_reload_keeps_counts_and_adds_zero_series_for_new_records():
     metrics.accept([event("cur-a"), event("cur-b")])  # cur-b left the catalog: still its own id
     assert errors(registry) == {
         ("cur-a", "ValueError", "error"): 2.0,
-        ("cur-b", "", "warning"): 2.0,
+        ("cur-b", "UnclassifiedError", "warning"): 2.0,
         ("user-a", "torch.OutOfMemoryError", "critical"): 0.0,
         ("cur-new", "ValueError", "error"): 0.0,
     }
@@ -182,7 +183,7 @@ def test_no_label_value_comes_from_the_log():
     assert "SECRET" not in text and "Injected" not in text
     assert errors(registry) == {
         ("cur-a", "ValueError", "error"): 1.0,
-        ("cur-b", "", "warning"): 0.0,
+        ("cur-b", "UnclassifiedError", "warning"): 0.0,
         ("user-a", "torch.OutOfMemoryError", "critical"): 0.0,
         ("other", "other", "other"): 1.0,
     }
@@ -252,7 +253,7 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
         ("info", "file_rotated", {"source": "server", "path": "/var/log/sglang/server.log"}),
         ("warning", "file_truncated", {"source": "server"}),
         ("warning", "line_truncated", {"source": "server", "lines": 2}),
-        ("error", "checkpoint_failed", {"detail": "cannot write: token=***"}),
+        ("error", "checkpoint_failed", {"detail": "cannot write: token=***", "failures": 1}),
         ("info", "reloaded", {"catalog_version": "v2"}),
         ("error", "reload_failed", {"detail": "bad regex"}),
         ("error", "pipeline_error", {"stage": "read", "error_type": "PermissionError",
@@ -286,3 +287,50 @@ def test_telemetry_logs_floods_at_most_once_per_interval_and_counts_all():
     assert registry.get_sample_value("sglang_matcher_webhook_dropped_total", {"cluster": "c1"}) == 1001
     assert calls(log) == [("warning", "webhook_dropped", {"events": 1}),
                           ("warning", "webhook_dropped", {"events": 1, "held_back": 999})]
+
+
+def test_no_series_has_an_empty_error_class_after_a_real_log():
+    """Issue 16: a record without `errorClass` made `error_class=""` a label value. The real
+    launch log's `Ignore import error when loading …` lines (a curated record with no class)
+    and its ValueError: every series is labelled with a class, the classless one with
+    `UnclassifiedError`, and so is every event."""
+    catalog = load_catalog()
+    pipeline = Pipeline(Engine(catalog.records), catalog_version=catalog.version)
+    data = (FIXTURES / "sglang/launch/unsupported_architecture.log").read_bytes()
+    events = pipeline.feed(Chunk(data, "launch.log", len(data)), 0.0) + pipeline.finish(0.0)
+    assert {e.pattern_id for e in events} >= {"01da696bae8096d9"}
+    assert all(e.error_class for e in events)
+    registry = CollectorRegistry()
+    MetricsSink(registry, catalog=catalog, build_version="0.1.0",
+                catalog_version=catalog.version).accept(events)
+    labels = [s.labels for m in registry.collect() for s in m.samples if "error_class" in s.labels]
+    assert labels and all(x["error_class"] for x in labels)
+    counted = {(s.labels["pattern_id"], s.labels["error_class"], s.labels["severity"])
+               for m in registry.collect() for s in m.samples if s.name == ERRORS and s.value}
+    assert ("01da696bae8096d9", "UnclassifiedError", "info") in counted
+
+
+def test_checkpoint_failures_are_logged_once_a_minute_with_a_count() -> None:
+    """A read-only state dir fails every turn (once a second): one log line a minute says how
+    many failed since the previous one; the counter counts every failure; a final save at
+    shutdown is always logged; a success after held-back failures says they ended."""
+    registry = CollectorRegistry()
+    now = [1000.0]
+    tel, log = telemetry(registry, clock=lambda: now[0])
+    for _ in range(150):  # 150 turns, one a second
+        tel.checkpoint_failed("write", detail="cannot write /state: Read-only file system")
+        now[0] += 1.0
+    logged = [(e, f.get("failures")) for _, e, f in calls(log)]
+    assert logged == [("checkpoint_failed", 1), ("checkpoint_failed", 60),
+                      ("checkpoint_failed", 60)]
+    assert registry.get_sample_value("sglang_matcher_checkpoint_failures_total",
+                                     {"cluster": "c1"}) == 150
+    tel.checkpoint_failed("write", detail="cannot write", final=True)  # 29 held + this one
+    assert calls(log)[-1][2]["failures"] == 30 and calls(log)[-1][2]["final"] is True
+    tel.checkpoint_failed("write", detail="cannot write")  # within the minute: held
+    assert len(calls(log)) == 4
+    tel.checkpoint_written()
+    assert calls(log)[-1][:2] == ("warning", "checkpoint_recovered")
+    assert calls(log)[-1][2]["failures"] == 1
+    tel.checkpoint_failed("write", detail="again")  # a new run of failures logs at once
+    assert calls(log)[-1][1:] == ("checkpoint_failed", {"detail": "again", "failures": 1})

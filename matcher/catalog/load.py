@@ -15,7 +15,6 @@ import os
 import pickle
 import re
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import regex
 import yaml
 
+from matcher.atomic import write_atomic
 from matcher.catalog.patterns import MIN_LITERAL_CHARS, analyze, pattern_from_template
 from matcher.catalog.schema import (
     FIX_OPS,
@@ -141,16 +141,9 @@ class _ParsedFile:
 
     def store(self, records: list[CatalogRecord], issues: list[CatalogIssue]) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".parsed-", dir=self.path.parent)
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump((records, issues), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
+            write_atomic(self.path, pickle.dumps((records, issues),
+                                                 protocol=pickle.HIGHEST_PROTOCOL))
         except Exception:  # noqa: BLE001 — a full disk, an unpicklable value: parse next time
-            Path(tmp).unlink(missing_ok=True)
             return
         try:  # each version of a catalog file leaves one entry behind: keep the newest few
             entries = sorted(self.path.parent.glob("parsed-*.pickle"),
@@ -579,15 +572,8 @@ class PatternFactsCache:
 
     def store(self, facts: Mapping[str, int]) -> bool:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".patterns-", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(dict(facts), f, ensure_ascii=False, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(self.path, json.dumps(dict(facts), ensure_ascii=False,
+                                               separators=(",", ":")))
         except OSError:
             return False
         for old in self.path.parent.glob("patterns-*.json"):

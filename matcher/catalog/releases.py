@@ -29,7 +29,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matcher.atomic import write_atomic
 from matcher.catalog import extract
 from matcher.catalog.load import code_fingerprint, default_cache_dir
 from matcher.catalog.versions import compact_ranges, parse_range, sort_versions, version_key
@@ -254,11 +254,7 @@ def extract_wheel(wheel: Path, *, cache_dir: Path | None = None) -> ReleaseExtra
             "covered": dict(st.covered), "records": dict(st.records),
             "skipped": dict(st.skipped), "files_skipped": dict(st.files_skipped)}}
         try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".extracted-", dir=cached.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(doc, f, ensure_ascii=False, separators=(",", ":"))
-            os.replace(tmp, cached)
+            write_atomic(cached, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
         except OSError:
             pass
     return ReleaseExtraction(version, wheel.name, sha, result)

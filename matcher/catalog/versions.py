@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from matcher.atomic import write_atomic
 from matcher.catalog.load import code_fingerprint, default_cache_dir
 from matcher.catalog.schema import CatalogRecord, pack_locations
 
@@ -199,11 +199,7 @@ def installed_catalog(cache_dir: Path | None = None) -> Path:
     result = extract.extract_files(source.files, version=version or source.version or "unknown")
     text = "".join(extract.iter_jsonl(result.records))
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".generated-", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, cached)
+        write_atomic(cached, text)
         return cached
     except OSError:
         # No writable cache dir: a fixed name in the temp dir, so restarts reuse it.

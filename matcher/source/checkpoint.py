@@ -27,12 +27,12 @@ import errno
 import json
 import os
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matcher.atomic import write_atomic
 from matcher.source.identity import FileIdentity
 
 FORMAT_VERSION = 1
@@ -121,25 +121,7 @@ class CheckpointStore:
             return
         data = json.dumps(doc, indent=1).encode()
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".checkpoints.", dir=self.state_dir)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-            dir_fd = os.open(self.state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            write_atomic(self.path, data, durable=True)
             self._saved = same
         except OSError as e:
             raise CheckpointError(f"cannot write {self.path}: {e.strerror or e}") from e
