@@ -14,12 +14,11 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from matcher import __version__
-from matcher.release import AUTO, catalog_version_setting
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.catalog.check import check_examples
 from matcher.catalog.patterns import MIN_CUT_HEAD, cut_head
@@ -28,6 +27,7 @@ from matcher.decode import INPUT_FORMATS
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
+from matcher.release import AUTO, catalog_version_setting
 from matcher.report import exit_code, render
 from matcher.sinks.events import event_dict
 from matcher.types import Chunk
@@ -47,9 +47,33 @@ class Parser(argparse.ArgumentParser):
     """argparse whose errors say "did you mean": a misspelled option or choice gets its nearest
     spellings (`difflib`), after the usage of the (sub)command the mistake was made in."""
 
+    _args: Sequence[str] = ()
+
+    def parse_known_args(self, args: Iterable[str] | None = None,  # type's as argparse's
+                         namespace: Any = None) -> tuple[Any, list[str]]:
+        self._args = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
+        # `fix --pattren X`: "one of --log --pattern is required" would hide the real mistake.
+        unknown = self._unknown_options() if "required" in message else []
+        if unknown:
+            message = f"unrecognized arguments: {' '.join(unknown)}"
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._suggestion(message)}\n")
+
+    def _unknown_options(self) -> list[str]:
+        """The options given to this parser that it has no spelling (or abbreviation) of."""
+        known = self._option_string_actions
+        out = []
+        for arg in self._args:
+            if arg == "--" or (self._subparsers is not None and not arg.startswith("-")):
+                break  # what follows is positional, or the subcommand's
+            name = arg.split("=", 1)[0]
+            if (arg.startswith("-") and arg != "-" and not self._negative_number_matcher.match(arg)
+                    and name not in known and not any(o.startswith(name) for o in known)):
+                out.append(arg)
+        return out
 
     def _suggestion(self, message: str) -> str:
         m = _INVALID_CHOICE.search(message)
@@ -78,35 +102,12 @@ class SubcommandParser(Parser):
     (argparse hands a subparser's leftovers to the top-level parser, whose usage says nothing
     of the subcommand's options)."""
 
-    _args: Sequence[str] = ()
-
-    def parse_known_args(self, args: Sequence[str] | None = None,
-                         namespace: argparse.Namespace | None = None,
-                         ) -> tuple[argparse.Namespace, list[str]]:
-        self._args = list(args or ())
+    def parse_known_args(self, args: Iterable[str] | None = None,  # type's as argparse's
+                         namespace: Any = None) -> tuple[Any, list[str]]:
         namespace, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace, extras
-
-    def error(self, message: str) -> NoReturn:
-        # `fix --pattren X`: "one of --log --pattern is required" hides the real mistake.
-        unknown = self._unknown_options() if "required" in message else []
-        super().error(f"unrecognized arguments: {' '.join(unknown)}" if unknown else message)
-
-    def _unknown_options(self) -> list[str]:
-        if self._subparsers is not None:
-            return []  # its leftovers may be its subcommand's options
-        known = self._option_string_actions
-        out = []
-        for arg in self._args:
-            if arg == "--":
-                break
-            name = arg.split("=", 1)[0]
-            if (arg.startswith("-") and arg != "-" and not self._negative_number_matcher.match(arg)
-                    and name not in known and not any(o.startswith(name) for o in known)):
-                out.append(arg)
-        return out
 
 
 class _Refuse(argparse.Action):
@@ -121,6 +122,16 @@ class _Refuse(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
         parser.error(f"{option_string}: {self.instead}")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 1 or more")
+    return n
 
 
 def _label(text: str) -> str:
@@ -215,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--log", metavar="FILE", help="the log of the failed launch")
     what.add_argument("--pattern", metavar="ID",
                       help="a catalog record id (or a unique prefix of one, any case), or a slug")
-    fix.add_argument("--way", type=int, default=None, metavar="N",
+    fix.add_argument("--way", type=_positive_int, default=None, metavar="N",
                      help="apply the Nth way out (default: the first that changes this "
                           "command and leaves no value to fill in)")
     fix.add_argument("--format", choices=("text", "json"), default="text")
@@ -260,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="where --versions keeps the wheels, and extractions are cached "
                               "(default: $SGLANG_MATCHER_CACHE_DIR/wheels, else "
                               "~/.cache/sglang-matcher/wheels)")
-    extract.add_argument("--jobs", type=int, metavar="N",
+    extract.add_argument("--jobs", type=_positive_int, metavar="N",
                          help="releases extracted at once (default: the CPU count)")
     extract.add_argument("-o", "--output", type=Path, metavar="OUT.jsonl",
                          help="write the records here (and the counts to OUT.stats.toml); "
@@ -289,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "…): each release's parser is built by it")
     sargs.add_argument("--wheel-dir", type=Path, metavar="DIR",
                        help="where --versions keeps the wheels (as for `catalog extract`)")
-    sargs.add_argument("--jobs", type=int, metavar="N", help="releases read at once "
+    sargs.add_argument("--jobs", type=_positive_int, metavar="N", help="releases read at once "
                                                              "(default: the CPU count)")
     sargs.add_argument("-o", "--output", type=Path, metavar="OUT.json.gz", required=True)
     export = csub.add_parser(

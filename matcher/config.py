@@ -144,7 +144,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         if kind == "int | None" and (value is None or str(value).lower() in ("", "auto")):
             return None
         if kind in ("int", "int | None"):
-            if isinstance(value, bool) or isinstance(value, float):
+            if isinstance(value, (bool, float)):
                 raise ValueError(f"expected a whole number, got {value!r}")
             try:
                 n = int(str(value).strip())

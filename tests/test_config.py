@@ -59,11 +59,9 @@ def test_bad_values_name_the_setting_and_where_it_came_from(tmp_path, source, co
     ("file", '[labels]\npattern_id = "x"\n', {}, "label name 'pattern_id' is one the matcher's"),
     ("file", '[labels]\n"bad name" = "x"\n', {}, "'bad name' is not a valid Prometheus"),
     ("file", '[labels]\nzone = { a = 1 }\n', {}, "'zone': expected a string value"),
-    ("file", "pol_interval = 2\n", {}, "unknown setting 'pol_interval' (did you mean "
-                                       "'poll_interval'?)"),
+    ("file", "pol_interval = 2\n", {}, "unknown setting 'pol_interval' (did you mean 'poll_interval'?)"),
     ("env", "", {"SGLANG_MATCHER_POLL_INTERVAL": "nan"}, "must be a finite number"),
-    ("env", "", {"SGLANG_MATCHER_POLL_INTERVAL": "soon"}, "expected a number (of seconds), "
-                                                           "got 'soon'"),
+    ("env", "", {"SGLANG_MATCHER_POLL_INTERVAL": "soon"}, "expected a number (of seconds), got 'soon'"),
     ("env", "", {"SGLANG_MATCHER_EVENTS_BUFFER": "1e3"}, "expected a whole number, got '1e3'"),
     ("file", "events_buffer = 2.5\n", {}, "expected a whole number, got 2.5"),
 ])
