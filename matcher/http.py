@@ -3,7 +3,10 @@
 A stdlib `ThreadingHTTPServer` in a daemon thread; the main loop never waits on it. It serves
 four fixed paths and nothing else: no files, no directory listing, and no response ever repeats
 the request's path, query or headers back (error bodies are fixed JSON). A request whose line
-and headers exceed 8 KiB is refused (414/431), and requests are not logged.
+and headers exceed 8 KiB is refused (414/431), and requests are not logged. What the server
+logs goes through the structlog logger it is given (`log`; default: JSON lines on stderr): a
+client that resets or drops its connection is counted and logged at most once a minute with the
+count, a failing handler as an error with its traceback in a field — never a raw traceback.
 
 - `/metrics`: the injected registry, in Prometheus text format, or OpenMetrics when the
   `Accept` header asks for it (prometheus-client's own negotiation).
@@ -48,6 +51,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -56,6 +60,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
+import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
@@ -67,6 +72,19 @@ REQUEST_DEADLINE = 10.0  # seconds; Prometheus's default scrape timeout is 10 s 
 LISTEN_BACKLOG = 1024  # connects waiting for accept(); past it, the kernel drops SYNs
 DEFAULT_EVENTS_LIMIT = 100
 _JSON = "application/json; charset=utf-8"
+CLIENT_ERRORS_EVERY = 60.0  # seconds: clients gone mid-request are logged at most this often
+
+
+def default_log() -> Any:
+    """The daemon's diagnostic logger: structlog JSON lines on stderr."""
+    return structlog.wrap_logger(
+        structlog.PrintLogger(sys.stderr),
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+    )
 
 
 class EventRing:
@@ -147,6 +165,7 @@ class HttpServer:
         clock: Callable[[], float] = time.monotonic,
         max_connections: int = MAX_CONNECTIONS,
         request_deadline: float = REQUEST_DEADLINE,
+        log: Any | None = None,
     ) -> None:
         if max_connections < 1 or not request_deadline > 0:
             raise ValueError("max_connections must be at least 1 and request_deadline positive")
@@ -158,6 +177,9 @@ class HttpServer:
         self.events = events if events is not None else EventRing(1)
         self.stale_after = stale_after
         self.clock = clock
+        # Everything the server has to say goes here, as structlog lines: the stdlib's own
+        # stderr writers (request logging, `handle_error`'s traceback) are replaced.
+        self.log = log if log is not None else default_log()
         self._beat = clock()
         self._ready = False
         self._not_ready_reason = "starting"
@@ -270,6 +292,9 @@ class _Server(ThreadingHTTPServer):
         self._open: dict[socket.socket, _Connection] = {}
         self.evicted = 0  # connections closed to make room at the cap
         self.expired = 0  # connections closed at their request deadline
+        self.client_errors = 0  # connections the client reset or dropped mid-request
+        self._errors_logged = 0  # client_errors already logged
+        self._errors_logged_at: float | None = None
         super().__init__(address, handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -315,10 +340,27 @@ class _Server(ThreadingHTTPServer):
         super().server_close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client gone, cut or too slow is not an error worth a traceback on stderr."""
-        if isinstance(sys.exc_info()[1], OSError):
+        """Through the app's structlog logger only, never the stdlib's traceback on stderr. A
+        client gone, cut or too slow (an OSError: a reset, a broken pipe, a timeout) is counted
+        and logged at most every `CLIENT_ERRORS_EVERY` seconds with the count; anything else is
+        a bug in a handler, logged as an error with its traceback in a field."""
+        error = sys.exc_info()[1]
+        log = self.app.log
+        if isinstance(error, OSError):
+            with self._lock:
+                self.client_errors += 1
+                now = time.monotonic()
+                last = self._errors_logged_at
+                if last is not None and now - last < CLIENT_ERRORS_EVERY:
+                    return
+                count = self.client_errors - self._errors_logged
+                self._errors_logged, self._errors_logged_at = self.client_errors, now
+            log.info("http_client_gone", count=count, error=type(error).__name__,
+                     detail=str(error))
             return
-        super().handle_error(request, client_address)
+        log.error("http_handler_failed",
+                  error=f"{type(error).__name__}: {error}" if error else "unknown",
+                  traceback=traceback.format_exc())
 
     def _cut(self, sock: socket.socket) -> None:
         """Shut the socket down (its thread's read or write returns at once); its thread

@@ -339,3 +339,83 @@ def test_caps_must_be_positive():
     for kwargs in ({"max_connections": 0}, {"request_deadline": 0.0}):
         with pytest.raises(ValueError):
             HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), **kwargs)
+
+
+def _json_lines_only(err: str) -> list[dict]:
+    lines = [line for line in err.splitlines() if line.strip()]
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"stderr has a line that is not JSON: {line!r}\n--- all of it:\n{err}")
+    return out
+
+
+def _reset(srv: HttpServer, data: bytes) -> None:
+    """Connect, send `data`, and reset the connection (SO_LINGER 0: RST instead of FIN)."""
+    import struct
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.sendall(data)
+    time.sleep(0.05)
+    s.close()
+
+
+def test_a_client_that_resets_mid_request_leaves_only_json_on_stderr(capfd, clock):
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock)
+    srv.start()
+    try:
+        for data in (b"GET /metr", b"GET /metrics HTTP/1.1\r\nHost: x\r\n", b"",
+                     b"POST /x HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + b"x" * 1000):
+            _reset(srv, data)
+        assert get(srv, "/healthz")[0] == 200  # still serving
+    finally:
+        srv.stop()
+    for entry in _json_lines_only(capfd.readouterr().err):
+        assert entry["event"] == "http_client_gone" and entry["level"] == "info"
+
+
+def test_a_failing_handler_is_one_json_error_line_not_a_raw_traceback(capfd, clock):
+    """Before: socketserver's handle_error printed `Exception occurred during processing of
+    request from …` and a traceback to stderr."""
+    class Broken(EventRing):
+        def recent(self, limit, pattern_id=None):
+            raise RuntimeError("ring broke")
+
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock, events=Broken(3))
+    srv.start()
+    try:
+        with pytest.raises((urllib.error.URLError, ConnectionError, http_client_errors())):
+            OPENER.open(srv.url + "/events", timeout=5).read()
+        deadline, err = time.monotonic() + 5, ""
+        while "during processing" not in err and "http_handler_failed" not in err \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+            err += capfd.readouterr().err
+    finally:
+        srv.stop()
+    entries = _json_lines_only(err + capfd.readouterr().err)
+    assert [(e["event"], e["level"]) for e in entries] == [("http_handler_failed", "error")]
+    assert "RuntimeError: ring broke" in entries[0]["error"]
+    assert "ring broke" in entries[0]["traceback"]
+
+
+def http_client_errors() -> type[Exception]:
+    import http.client
+    return http.client.HTTPException
+
+
+def test_the_logger_can_be_given():
+    from structlog.testing import CapturingLogger
+    log = CapturingLogger()
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), log=log)
+    srv.start()
+    try:
+        _reset(srv, b"GET /met")
+        deadline = time.monotonic() + 5
+        while not log.calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        srv.stop()
+    assert [c.args[0] for c in log.calls] == ["http_client_gone"]
