@@ -21,6 +21,7 @@ from matcher.catalog.load import (
     CatalogIssue,
     LoadResult,
     PatternFactsCache,
+    default_cache_dir,
     fields_text,
     load_paths,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "CatalogIssue",
     "CatalogRecord",
     "builtin_patterns_dir",
+    "default_cache_dir",
     "load_catalog",
     "merge_layers",
 ]
@@ -105,12 +107,14 @@ def load_catalog(
     user_paths: Sequence[Path] = (),
     builtin_dir: Path | None = None,
     sglang_version: str = versions.ALL,
+    installed_cache_dir: Path | None = None,
 ) -> Catalog:
     """Load the built-in layers and the user's paths; issues are returned, not raised.
 
     `sglang_version` picks the generated layer: "all" (every release it covers), one release
     (only the records whose `sglangVersions` ranges hold it), or "installed" (extracted from
-    the sglang in this environment, cached); see `versions`.
+    the sglang in this environment, cached in `installed_cache_dir` — the caller's, e.g.
+    `default_cache_dir()` — or else the temporary directory); see `versions`.
     """
     results: list[LoadResult] = []
     base = builtin_dir or builtin_patterns_dir()
@@ -118,7 +122,14 @@ def load_catalog(
     if builtin and generated:
         try:
             if sglang_version == versions.INSTALLED:
-                layers.append(("generated", [versions.installed_catalog()]))
+                # A catalog tool (it runs the extractor): imported only when asked for.
+                from matcher.catalog.installed import installed_catalog
+
+                # TODO(issue 16): the default is resolved here only until cli.py and daemon.py
+                # pass installed_cache_dir=default_cache_dir(); then None means the temp dir.
+                layers.append(("generated", [installed_catalog(
+                    installed_cache_dir if installed_cache_dir is not None
+                    else default_cache_dir())]))
             else:
                 found = versions.generated_paths(base / "sglang" / "generated", sglang_version)
                 if found:

@@ -163,7 +163,7 @@ def _parsed_cache(file: Path, layer: Layer) -> _ParsedFile | None:
         return None
     digest.update(f"{file}\0{layer}\0".encode())
     digest.update(code_fingerprint("matcher.catalog.load", "matcher.catalog.schema",
-                                   "matcher.catalog.patterns", "matcher.catalog.remedy"
+                                   "matcher.catalog.patterns", "matcher.catalog.wording"
                                    ).encode())
     return _ParsedFile(default_cache_dir() / f"parsed-{digest.hexdigest()[:24]}.pickle")
 
@@ -401,7 +401,7 @@ def _raised_in(value: Any, bad: Any) -> RaisedIn | None:
 def _words(raw: Mapping[str, Any], guard: Guard | None) -> list[str] | None:
     """The words `remedy` derives for this record (None if its fields are not what a record
     `catalog extract` wrote has)."""
-    from matcher.catalog.remedy import words
+    from matcher.catalog.wording import words
 
     try:
         return words(raw, guard.when if guard is not None else None)

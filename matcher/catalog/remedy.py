@@ -25,13 +25,13 @@ import itertools
 import math
 import operator
 import re
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from matcher.catalog.server_args import ArgSpec, ServerArgsTable, flags_of
+from matcher.catalog.wording import words
 
 _UNKNOWN = object()  # a value the condition depends on that is not a server argument
 
@@ -660,44 +660,6 @@ def example_fix(way: Sequence[Step], witness: Mapping[str, Any],
     before, after = flags(witness), flags(fixed)
     return f"# before\n{' '.join(before) or '(these flags at their defaults)'}\n" \
            f"# after\n{' '.join(after) or '(these flags at their defaults)'}"
-
-
-ISSUES = "https://github.com/sgl-project/sglang/issues"
-
-
-def issue_search(head: str) -> str:
-    """A search of sglang's issue tracker for a message's stable head."""
-    return f"{ISSUES}?q={urllib.parse.quote_plus(f'is:issue {chr(34)}{head}{chr(34)}')}"
-
-
-def stable_head(template: str | None, limit: int = 80) -> str | None:
-    """The message's text before its first `{hole}`, if it says something (≥ 12 chars)."""
-    if not template:
-        return None
-    head = template.split("{", 1)[0].strip().strip("'\":,.")
-    head = head[:limit].rsplit(" ", 1)[0] if len(head) > limit else head
-    return head if len(head) >= 12 else None
-
-
-def words(record: Mapping[str, Any], when: str | None) -> list[str]:
-    """The fix in words for a check no flag decides: what must hold, where, who saw it."""
-    out = []
-    if when:
-        shown = when if len(when) <= 160 else when[:159] + "…"
-        if record.get("errorType") == "assert":
-            out.append(f"The check `{shown[5:-1] if shown.startswith('not (') else shown}` "
-                       "must hold for this code path: read the source at this release for "
-                       f"where its values come from ({record.get('githubUrl')}).")
-        else:
-            out.append(f"sglang fails here when `{shown}`: change what makes it true (the "
-                       f"source at this release: {record.get('githubUrl')}).")
-    else:
-        out.append(f"Read the source at this release for what leads here: "
-                   f"{record.get('githubUrl')}.")
-    head = stable_head(record.get("errorMessage"))
-    if head:
-        out.append(f"Search sglang's issues for this message: {issue_search(head)}")
-    return out
 
 
 def remediate(record: dict[str, Any], args: Mapping[str, ArgSpec]) -> Derived | None:

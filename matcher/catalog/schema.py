@@ -219,7 +219,7 @@ class CatalogRecord:
         """The solutions: as written, or (`words`) derived again from the record."""
         if self.solutions or not self.words:
             return self.solutions
-        from matcher.catalog.remedy import words
+        from matcher.catalog.wording import words
 
         return tuple(words({"errorType": self.error_type, "githubUrl": self.github_url,
                             "errorMessage": self.error_message},

@@ -22,12 +22,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from matcher.atomic import write_atomic
-from matcher.catalog.load import code_fingerprint, default_cache_dir
 from matcher.catalog.schema import CatalogRecord, pack_locations
 
 ALL = "all"
@@ -176,36 +173,6 @@ def select_version(records: Sequence[CatalogRecord], version: str) -> list[Catal
                                     github_url=github_url)
         out.append(r)
     return out
-
-
-def installed_catalog(cache_dir: Path | None = None) -> Path:
-    """A generated catalog of the sglang in this environment, extracted once and cached."""
-    from matcher.catalog import extract
-
-    try:
-        package, version = extract.find_installed()
-    except FileNotFoundError as e:
-        raise VersionError(f"sglang_version = \"{INSTALLED}\": {e}") from e
-    for name in ("_version.py", "version.py"):  # a checkout on the path has no metadata
-        if version is None and (package / name).is_file():
-            version = extract.version_in((package / name).read_text(errors="replace"))
-    code = code_fingerprint("matcher.catalog.extract", "matcher.catalog.patterns")
-    directory = cache_dir or default_cache_dir()
-    safe = re.sub(r"[^\w.+-]", "_", version or "unknown")
-    cached = directory / f"generated-sglang-{safe}-{code}.jsonl"
-    if cached.is_file():
-        return cached
-    source = extract.read_tree(package)
-    result = extract.extract_files(source.files, version=version or source.version or "unknown")
-    text = "".join(extract.iter_jsonl(result.records))
-    try:
-        write_atomic(cached, text)
-        return cached
-    except OSError:
-        # No writable cache dir: a fixed name in the temp dir, so restarts reuse it.
-        fallback = Path(tempfile.gettempdir()) / cached.name
-        fallback.write_text(text, encoding="utf-8")
-        return fallback
 
 
 def merge_versions(records: Sequence[CatalogRecord]) -> list[CatalogRecord]:

@@ -1,0 +1,104 @@
+"""Layers one way: every import inside `matcher/` (at the top of a module or inside a function)
+goes down the layers below, never up. Imports under `if TYPE_CHECKING:` are for annotations only
+and do not count.
+
+From the bottom:
+  foundation     small helpers anything may use (types, redaction, atomic writes, …)
+  catalog data   what a catalog record is and how catalog files are read
+  engine         matching lines against records (and the framing it needs)
+  catalog tools  extract, check, export, stats, remedy, server args, releases; and
+                 `matcher.catalog` itself, whose `load_catalog` may extract the installed sglang
+  application    everything else: CLI, daemon, topology, pipeline, sources, sinks, …
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "matcher"
+
+FOUNDATION = {"matcher", "matcher.atomic", "matcher.types", "matcher.utf8", "matcher.limits",
+              "matcher.backoff", "matcher.redact", "matcher.wrappers"}
+CATALOG_DATA = {"matcher.catalog.schema", "matcher.catalog.load", "matcher.catalog.patterns",
+                "matcher.catalog.wording", "matcher.catalog.versions"}
+ENGINE = {"matcher.engine", "matcher.prefilter", "matcher.frames", "matcher.framing"}
+CATALOG_TOOLS = {"matcher.catalog"} | {
+    f"matcher.catalog.{name}" for name in ("check", "extract", "export", "stats", "remedy",
+                                           "server_args", "argdump", "releases", "installed")}
+LAYERS = [("foundation", FOUNDATION), ("catalog data", CATALOG_DATA), ("engine", ENGINE),
+          ("catalog tools", CATALOG_TOOLS)]  # anything else: application, on top
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def layer(module: str) -> int:
+    for rank, (_, members) in enumerate(LAYERS):
+        if module in members:
+            return rank
+    return len(LAYERS)
+
+
+def layer_name(rank: int) -> str:
+    return LAYERS[rank][0] if rank < len(LAYERS) else "application"
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each `matcher` import in the file, outside `if TYPE_CHECKING:`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                and node.module.split(".")[0] == "matcher":
+            for alias in node.names:  # `from matcher.catalog import extract` imports a module
+                sub = f"{node.module}.{alias.name}"
+                found.append((node.lineno, sub if sub in MODULES else node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names
+                      if a.name.split(".")[0] == "matcher"]
+    return found
+
+
+def wrong_way() -> list[str]:
+    out = []
+    for module, path in sorted(MODULES.items()):
+        for line, target in imports(path):
+            if layer(target) > layer(module):
+                out.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} "
+                           f"({layer_name(layer(module))}) imports {target} "
+                           f"({layer_name(layer(target))})")
+    return out
+
+
+def test_imports_only_go_down_the_layers() -> None:
+    assert wrong_way() == []
+
+
+def test_the_layers_name_real_modules() -> None:
+    named = set().union(*(members for _, members in LAYERS))
+    assert named - set(MODULES) == set()
+
+
+def test_a_wrong_way_import_is_found(tmp_path: Path) -> None:
+    """The check sees lazy imports inside functions, and ignores TYPE_CHECKING ones."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    from matcher.cli import main\n"
+                     "def f():\n    from matcher.catalog import extract\n"
+                     "    import matcher.engine\n")
+    assert imports(probe) == [(5, "matcher.catalog.extract"), (6, "matcher.engine")]
+    assert layer("matcher.catalog.extract") > layer("matcher.catalog.load")
+    assert layer("matcher.engine") > layer("matcher.catalog.schema")
+    assert layer("matcher.cli") > layer("matcher.catalog.extract")
