@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -16,9 +17,19 @@ SEED_LINE = (
 
 def test_wheel_install_runs_from_another_directory(tmp_path):
     env_dir = tmp_path / "venv"
-    # System site-packages provide the dependencies; the package itself is built and installed.
+    # The dependencies come from the environment running the tests; the package itself is built
+    # and installed. (`system_site_packages` alone is not enough: run inside a venv — as the
+    # README's quick start does — it gives the base interpreter's site-packages, not the venv's,
+    # and on Debian those hold none of the dependencies.)
     venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
+    inner = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    # Appended after the new venv's own site-packages, so its installed copy of the package is
+    # the one imported (this environment's editable install is not: a .pth line is a path, and
+    # the .pth files inside it are not run).
+    (Path(inner) / "outer-environment.pth").write_text("".join(f"{d}\n" for d in ours))
     subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", str(REPO)], check=True,
                    cwd=tmp_path, timeout=600)
     elsewhere = tmp_path / "elsewhere"
