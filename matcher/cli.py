@@ -361,10 +361,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     read_stdin = "-" in args.paths
     paths = [p for p in args.paths if p != "-"]
-    bad_labels = [x for x in args.label or () if "=" not in x or x.startswith("=")]
-    if bad_labels:
-        raise UsageError(f"--label {bad_labels[0]!r}: the form is --label NAME=VALUE "
-                         "(for example --label cluster=prod)")
     flags = {
         "paths": paths or ([] if read_stdin else None),
         "from_beginning": args.from_beginning,

@@ -202,7 +202,7 @@ def _validate(cfg: Config) -> Config:
         raise ConfigError(f"setting 'log_format': {cfg.log_format!r} is not one of "
                           f"{', '.join(LOG_FORMATS)}")
     if cfg.metrics_addr is not None:
-        host, sep, port = cfg.metrics_addr.rpartition(":")
+        _host, sep, port = cfg.metrics_addr.rpartition(":")
         if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ConfigError(f"setting 'metrics_addr': {cfg.metrics_addr!r} is not HOST:PORT")
     if cfg.poll_interval <= 0:

@@ -145,7 +145,7 @@ class Engine:
         timeout: float = DEFAULT_TIMEOUT,
         quarantine_after: int = 3,
         use_hyperscan: bool = True,
-        cache: EngineCache | None | object = AUTO_CACHE,
+        cache: EngineCache | object | None = AUTO_CACHE,
     ) -> None:
         self.timeout = timeout
         self.quarantine_after = quarantine_after

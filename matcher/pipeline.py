@@ -39,7 +39,6 @@ from matcher.framing import Framer
 from matcher.redact import Redactor
 from matcher.types import Chunk, Event, Fed, Line, Match, Record
 
-
 # Which lines of a container format a sparse read may pass over (plain text: any).
 _SKIPPABLE = {"cri": cri_skippable, "docker": docker_skippable}
 
