@@ -276,7 +276,7 @@ class Framer:
         frame behind the same text, that text is a wrapper (`LearnedWrappers`); the open
         traceback gets its real header, and sglang's prefix when one stood behind it."""
         key, self._opening = self._opening, None
-        tb = self._open.get(key)
+        tb = self._open.get(key) if key is not None else None
         if tb is None or tb.line_count != 1 or split_prefix(text).has_prefix:
             return
         header = self.learned.learn(tb.header, text)

@@ -36,7 +36,7 @@ from typing import Any
 try:  # optional: wheels for x86-64, aarch64 and macOS
     import hyperscan as _hs
 except ImportError:  # pragma: no cover - exercised on platforms without wheels
-    _hs = None
+    _hs = None  # type: ignore[assignment]
 
 
 def _escape(literal: bytes) -> bytes:

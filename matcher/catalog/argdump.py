@@ -45,7 +45,7 @@ class _Stub:
 
 def _stub_module(name: str) -> None:
     mod = types.ModuleType(name)
-    mod.__path__ = []  # type: ignore[attr-defined]
+    mod.__path__ = []
     mod.__getattr__ = lambda attr: _Stub()  # type: ignore[method-assign]
     sys.modules[name] = mod
     parent, _, child = name.rpartition(".")
@@ -72,7 +72,7 @@ def _tolerate_registrations() -> None:
             except ValueError:
                 return None
 
-        cls.register = register  # type: ignore[method-assign]
+        cls.register = register
 
 
 def import_server_args() -> tuple[Any, list[str]]:

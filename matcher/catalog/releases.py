@@ -117,7 +117,7 @@ def records_per_release(records: Iterable[Mapping[str, Any]] | Iterable[Any],
 
 def releases_named(records: Iterable[Any]) -> list[str]:
     """The release names a merged catalog's ranges mention (its bounds), oldest first."""
-    names = set()
+    names: set[str] = set()
     for r in records:
         ranges = r.get("sglangVersions") if isinstance(r, Mapping) else r.sglang_versions
         for text in ranges or ():
@@ -197,7 +197,7 @@ def download(version: str, directory: Path) -> Path:
     named = re.findall(r"(sglang-" + re.escape(version) + r"-[^\s/]+\.whl)", run.stdout)
     for name in reversed(named):
         if (directory / name).is_file():
-            return directory / name
+            return Path(directory / name)
     if run.returncode != 0:
         tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
         raise ReleaseError(f"pip download sglang=={version} failed: {tail}")

@@ -280,7 +280,8 @@ def _constants(condition: ast.expr, field: str, args: Mapping[str, ArgSpec],
                 vals = [e.value for e in t.elts if isinstance(e, ast.Constant)]
             elif isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.USub) \
                     and isinstance(t.operand, ast.Constant):
-                vals = [-t.operand.value]
+                vals = [-t.operand.value] if isinstance(t.operand.value, (int, float)) \
+                    else []
             else:
                 continue
             for v in vals:
@@ -473,11 +474,13 @@ def derive(when: str, args: Mapping[str, ArgSpec], path: str) -> Derived:
         return Derived(tuple(fields), (), (), "no launch with these flags fails here "
                                                "(the condition also reads values that are not "
                                                "server arguments)")
-    single = [(s,) for f in fields for s in _steps(f, args[f], options[f])]
+    single: list[tuple[Step, ...]] = [(s,) for f in fields
+                                      for s in _steps(f, args[f], options[f])]
     ways = [w for w in single if _decides(ev, cond, witnesses, w, args)]
     if not ways:
-        pairs = [(a[0], b[0]) for a, b in itertools.combinations(single, 2)
-                 if a[0].field != b[0].field]
+        pairs: list[tuple[Step, ...]] = [(a[0], b[0])
+                                          for a, b in itertools.combinations(single, 2)
+                                          if a[0].field != b[0].field]
         ways = [w for w in pairs if _decides(ev, cond, witnesses, w, args)][:3]
     if not ways:
         ways = _each_term(normalized(cond), args, path, ev, witnesses)

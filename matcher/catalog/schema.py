@@ -278,7 +278,7 @@ def _release_url(versions: str, path: str | None, line: int | None) -> str | Non
 
 def pack_locations(locations: Iterable[Location]) -> str:
     """The packed text of `sglangLocations` entries; `unpack_locations` gives them back."""
-    items = [tuple(loc) for loc in locations]
+    items: list[Location] = [(v, p, n, u) for v, p, n, u in locations]
     if not items:
         return ""
     if any(isinstance(v, str) and ("\t" in v or "\n" in v or _NULL in v or v == "")

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from matcher.catalog.schema import CatalogRecord, pack_locations
+from matcher.catalog.schema import CatalogRecord, Location, pack_locations
 
 ALL = "all"
 INSTALLED = "installed"
@@ -188,14 +188,14 @@ def merge_versions(records: Sequence[CatalogRecord]) -> list[CatalogRecord]:
             out.append(group[0])
             continue
 
-        def newest_key(r: CatalogRecord) -> tuple:
+        def newest_key(r: CatalogRecord) -> tuple[tuple[int, str], ...]:
             return max((version_key(parse_range(v)[1]) for v in r.sglang_versions), default=())
 
         group = sorted(group, key=newest_key, reverse=True)
         newest = group[0]
         ranges = sorted({v for r in group for v in r.sglang_versions},
                         key=lambda v: tuple(version_key(b) for b in parse_range(v)))
-        entries = []
+        entries: list[Location] = []
         for r in group:
             entries.extend(r.sglang_locations)
             entries.extend((v, r.file_path, r.line_number, r.github_url)

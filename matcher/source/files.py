@@ -207,7 +207,8 @@ class FileSet:
         self._unreadable: dict[str, str] = {}
         self.notices: list[SourceNotice] = []
         # (identity, offset, tail bytes, when) of files truncated in place: to know their copy
-        self._truncations: list[tuple[FileIdentity, int, bytes, float]] = []
+        # (identity, offset read, tail before it, head, when): a truncated file, for a while
+        self._truncations: list[tuple[FileIdentity, int, bytes, bytes, float]] = []
 
     def paths(self) -> dict[str, str]:
         """Matching paths, each with the configured glob that found it (a bounded label).
