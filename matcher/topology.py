@@ -126,7 +126,8 @@ def load_checked_catalog(config: Config) -> Catalog:
 
 
 def new_pipeline(config: Config, catalog: Catalog, redactor: Redactor) -> Pipeline:
-    del redactor  # TODO(redaction): Pipeline(redactor=…) once the cut redacts first
+    """The pipeline redacts before it cuts (a traceback, a message, a long line), with the
+    same patterns as the sinks."""
     return Pipeline(
         Engine(catalog.records),
         catalog_version=catalog.version,
@@ -139,6 +140,7 @@ def new_pipeline(config: Config, catalog: Catalog, redactor: Redactor) -> Pipeli
         early=config.early_events,
         rank_grace=config.rank_grace,
         sglang_version=config.sglang_version,
+        redactor=redactor,
     )
 
 
@@ -210,7 +212,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
 
     # 4. Outputs that open something: each kept when its setting did not change.
     ring = _ring(config, prev)
-    http = _http(config, address, registry, ring, prev, undo)
+    http = _http(config, address, registry, ring, log, prev, undo)
     events_file = _events_file(config, redactor, prev, undo)
     webhook = _webhook(config, redactor, telemetry, prev, undo)
     writer = EventWriter(stdout, redactor, config.log_format)
@@ -311,7 +313,7 @@ def _ring(config: Config, prev: Topology | None) -> EventRing:
 
 
 def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRegistry,
-          ring: EventRing, prev: Topology | None,
+          ring: EventRing, log: Logger, prev: Topology | None,
           undo: list[Callable[[], Any]]) -> HttpServer | None:
     if address is None:
         return None
@@ -320,7 +322,7 @@ def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRe
         prev.http.events = ring  # a resized ring is served from the next request on
         return prev.http
     host, port = address
-    server = HttpServer(host, port, registry=registry, events=ring)
+    server = HttpServer(host, port, registry=registry, events=ring, log=log)
     try:
         server.start()
     except OSError as e:
