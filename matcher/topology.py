@@ -33,12 +33,13 @@ from matcher import __version__, limits
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.config import Config, ConfigError
 from matcher.engine import Engine
-from matcher.http import EventRing, HttpServer, parse_address
+from matcher.http import HttpServer, parse_address
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.release import catalog_version_setting
 from matcher.sinks.events import EventWriter
 from matcher.sinks.metrics import MetricsSink
+from matcher.sinks.ring import EventRing
 from matcher.sinks.webhook import WebhookSink
 from matcher.source.checkpoint import CheckpointState, CheckpointStore
 from matcher.source.journal_unit import JournalUnit

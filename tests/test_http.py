@@ -14,8 +14,9 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from matcher.catalog.schema import CatalogRecord
-from matcher.http import EventRing, HttpServer, parse_address
+from matcher.http import HttpServer, parse_address
 from matcher.sinks.metrics import MetricsSink
+from matcher.sinks.ring import EventRing
 
 CURATED = CatalogRecord(id="cur-a", message_pattern=r"failure (\w+)", layer="curated",
                         origin="test.json", index=0, error_class="ValueError")

@@ -19,9 +19,10 @@ from structlog.testing import CapturingLogger
 from matcher import __version__
 from matcher.catalog import Catalog, load_catalog
 from matcher.engine import Engine
-from matcher.http import EventRing, HttpServer
+from matcher.http import HttpServer
 from matcher.pipeline import Pipeline
 from matcher.sinks.metrics import MetricsSink
+from matcher.sinks.ring import EventRing
 from matcher.telemetry import Telemetry
 from matcher.types import Chunk, Event
 
