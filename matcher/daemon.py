@@ -33,6 +33,7 @@ import structlog
 
 from matcher.catalog import CatalogError
 from matcher.config import ConfigError, load_config
+from matcher.latency import ReadTimes
 from matcher.notify import Notifier
 from matcher.sinks.events import event_dict
 from matcher.source.checkpoint import CheckpointError
@@ -115,6 +116,7 @@ class Daemon:
         self._stop = False
         self._reload = False
         self._next_retention = 0.0
+        self._read_times = ReadTimes()  # for the event-latency histogram
 
     @staticmethod
     def hooks(wakeup: Wakeup, stopping: Callable[[], bool]) -> Hooks:
@@ -237,6 +239,7 @@ class Daemon:
     # -- Intake: what sources read goes through here -----------------------------------------
 
     def chunk(self, chunk: Chunk, now: float) -> Fed:
+        self._read_times.read(chunk.source, chunk.end_offset, self.clock())
         try:
             fed = self.topo.pipeline.feed_counted(chunk, now)
         except Exception as e:  # noqa: BLE001 - a bug must cost a chunk, not the daemon
@@ -247,6 +250,8 @@ class Daemon:
         return fed
 
     def lines(self, source: str, lines: list[Line], now: float) -> Fed:
+        if lines:
+            self._read_times.read(source, lines[-1].end_offset, self.clock())
         fed = self.topo.pipeline.feed_lines_counted(source, lines, now)
         self.emit(fed.events)
         return fed
@@ -269,6 +274,11 @@ class Daemon:
         if not events:
             return
         topo = self.topo
+        emitted_at = self.clock()
+        for e in events:
+            read_at = self._read_times.when(e.source, e.offset)
+            if read_at is not None:
+                topo.telemetry.event_latency(emitted_at - read_at)
         wall = self.wall()
         shown = tuple(dataclasses.replace(e, source=display_name(e.source), observed_ts=wall)
                       for e in events)
@@ -287,6 +297,8 @@ class Daemon:
             if sink.holds_checkpoint:
                 sink.flush()  # no position is saved ahead of the events of the lines before it
         moved = [source.save(topo.state, self, wall) for source in topo.sources]
+        for name in self._read_times.sources():  # lines the pipeline is done with
+            self._read_times.forget_before(name, topo.pipeline.checkpoint_offset(name))
         changed = any(moved) or final
         if changed or wall >= self._next_retention:
             self._next_retention = wall + 3600.0

@@ -20,12 +20,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from matcher.redact import Redactor
 from matcher.sinks.metrics import OTHER, BoundedValues, check_static_labels
 
 MAX_SOURCES = 64
+# Event latency: a plain line is out in milliseconds, a traceback after its end (a grace or the
+# next line), a failure waiting on its ranks after rank_grace, a lone last line after seconds.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 STAGES = ("discover", "read", "decode", "frame", "match", "aggregate", "sink", "checkpoint",
           "reload", "webhook", "http")
@@ -149,6 +152,12 @@ class Telemetry:
             "sglang_matcher_files_closed_idle_total",
             "Idle files whose descriptor was closed to stay under max_open_files (each is "
             "reopened by identity when it grows).")
+        self._latency = Histogram(
+            "sglang_matcher_event_latency_seconds",
+            "From reading the line an event starts at to emitting the event: a traceback waits "
+            "for its end, ranks for each other (rank_grace), a window for its repeats.",
+            names, registry=registry, buckets=LATENCY_BUCKETS)
+        self._latency_child = self._series(self._latency)
         self._webhook: dict[str, Any] | None = None
         self._checkpoint_writes_child = self._series(self._checkpoint_writes)
         self._heartbeat_child = self._series(self._heartbeat)
@@ -172,6 +181,9 @@ class Telemetry:
     def source_closed(self, source: str) -> None:
         """A source that is gone has nothing left to read: its lag is 0, not its last value."""
         self._lag.labels(source=self._source(source), **self._static).set(0)
+
+    def event_latency(self, seconds: float) -> None:
+        self._latency_child.observe(max(0.0, seconds))
 
     def files_followed(self, source: str, n: int) -> None:
         """Set each poll, per configured glob (a glob is a bounded label: it is config)."""

@@ -202,6 +202,9 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         nofile = limits.raise_nofile_limit()
         prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         registry = CollectorRegistry()
+        # process_* (CPU, memory, descriptors, start time) on our registry, as client_python
+        # puts them on its default one: a sidecar's own cost is alertable.
+        prometheus_client.ProcessCollector(registry=registry)
         try:
             telemetry = Telemetry(registry, log, labels, redactor=redactor)
             metrics = MetricsSink(registry, catalog=catalog, static_labels=labels,

@@ -208,7 +208,7 @@ def test_the_prometheusrule_carries_exactly_the_tested_rules(overlay):
                              capture_output=True, text=True, timeout=60)
     finally:
         extracted.unlink()
-    assert out.returncode == 0 and "SUCCESS: 12 rules found" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 0 and "SUCCESS: 13 rules found" in out.stdout, out.stdout + out.stderr
 
 
 # -- the sglang wrapper, run -----------------------------------------------------------------
