@@ -63,7 +63,7 @@ from datetime import datetime
 
 from matcher import frames
 from matcher.redact import Redactor
-from matcher.types import Event, Match, Record
+from matcher.types import UNCLASSIFIED, Event, Match, Record
 
 DEFAULT_WINDOW = 5.0
 DEFAULT_RANK_GRACE = 0.1
@@ -419,11 +419,12 @@ class Aggregator:
         if m is not None:
             message = f"{m.error_class}: {m.message}" if m.error_class and not m.on_header \
                 and r.exceptions else m.message
+            severity = event_severity(m, r)
             return Event(
-                event="sglang_error",
+                event="sglang_error" if severity in ERROR_SEVERITIES else "sglang_warning",
                 pattern_id=m.pattern.id,
-                error_class=m.error_class,
-                severity=m.pattern.severity,
+                error_class=event_class(m, r),
+                severity=severity,
                 role=m.pattern.role,
                 message=message,
                 captures=dict(m.captures),
@@ -433,12 +434,74 @@ class Aggregator:
         exc = r.exceptions[-1]
         return Event(
             event="sglang_unknown_error",
-            error_class=exc.error_class,
+            error_class=event_class(None, r),
             severity="error",
             message=f"{exc.error_class}: {exc.message}" if exc.error_class else exc.message,
             fingerprint=fingerprint(exc.error_class, exc.message, raising_frame(r)),
             **common,  # type: ignore[arg-type]
         )
+
+
+# -- severity and class ------------------------------------------------------------------------
+#
+# What an event's `event`, `severity` and `error_class` say (README, "Outputs"). `severity` is
+# the catalog record's; `event` follows it: `sglang_error` for critical and error,
+# `sglang_warning` for warning and info (what `scan`'s report counts as warnings). So a line
+# the log itself marks INFO or WARNING is an `sglang_error` only when its record says it is
+# one: a curated or user record's severity is a person's statement about that message, and
+# stands (NCCL prints its fatal connection errors as `NCCL WARN`). A generated record's
+# severity is not: it is "error" for every `raise` and `logger.error` extracted from sglang's
+# source, and when the log shows the message at INFO or WARNING, the code that printed it
+# caught the exception and carried on — the log's level is the event's severity then.
+
+ERROR_SEVERITIES = frozenset({"critical", "error"})
+
+_LEVELS = {"DEBUG": "info", "INFO": "info", "WARN": "warning", "WARNING": "warning",
+           "ERROR": "error", "CRITICAL": "critical", "FATAL": "critical"}
+# The level word of a line, where the writers found in sglang's logs put it (after sglang's
+# own prefix and any wrapper, which the framer has taken off the record's header). sglang's own
+# format (`[2026-01-01 12:00:00 TP0] message`) carries none.
+_LOG_LEVEL = re.compile(
+    # uvicorn `INFO:     127.0.0.1…`, vLLM `WARNING 12-04 11:03:30 [x.py:21] …`,
+    # logging.basicConfig `WARNING:root:…`, ray workers `WARNING:2025-11-28 16:00:45,396:…`
+    r"(?P<lead>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?=[:\s])"
+    # sglang's verbose format `- ERROR - scheduler.py:run_scheduler_process - …`
+    r"|- (?P<dash>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+    # a named logger `[sgl_kernel] CRITICAL: …`
+    r"|\[[\w.-]+\] (?P<named>DEBUG|INFO|WARNING|ERROR|CRITICAL):"
+    # NCCL `host:pid:tid [7] socket.c:485 NCCL WARN …`, `… [1] NCCL INFO …`
+    r"|\S+ \[\d+\] (?:\S+ )?NCCL (?P<nccl>INFO|WARN)\b"
+)
+
+
+def log_level(record: Record) -> str | None:
+    """The severity the log itself gives `record` (`info`, `warning`, `error`, `critical`), from
+    the level word its writer put at the start of the line; None when the line has none."""
+    m = _LOG_LEVEL.match(record.header.lstrip())
+    if m is None:
+        return None
+    return _LEVELS[next(word for word in m.groups() if word)]
+
+
+def event_severity(match: Match, record: Record) -> str:
+    """The record's severity; a generated record's capped at the level the log shows."""
+    severity = match.pattern.severity
+    if match.pattern.layer == "generated" and severity in ERROR_SEVERITIES:
+        level = log_level(record)
+        if level is not None and level not in ERROR_SEVERITIES:
+            return level
+    return severity
+
+
+def event_class(match: Match | None, record: Record) -> str:
+    """Never empty: the record's class (as the log spells it, `torch.OutOfMemoryError`, when
+    the log names it); else the class of the exception the log shows (a traceback matched on
+    its header, or an unknown one: the exception that escaped); else `UNCLASSIFIED`."""
+    if match is not None and match.error_class:
+        return match.error_class
+    if record.exceptions and record.exceptions[-1].error_class:
+        return record.exceptions[-1].error_class
+    return UNCLASSIFIED
 
 
 def _rank_order(rank: str) -> tuple[tuple[str, int], ...]:

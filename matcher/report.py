@@ -1,9 +1,11 @@
 """The post-mortem for a person: what went wrong, how often, where, and how to fix it.
 
 Events of the same pattern are grouped into one entry (count, first and last time, ranks,
-distinct captured values). Root causes come first in order of first appearance, then unknown
-exceptions, then consequences — a consequence such as `Received sigquit from a child process`
-is never presented as the reason a server died.
+distinct captured values). Known messages come first — errors (`sglang_error`: critical, error)
+before warnings (`sglang_warning`: warning, info), each in order of first appearance — then
+unknown exceptions, then consequences — a consequence such as `Received sigquit from a child
+process` is never presented as the reason a server died. Only errors and unknown exceptions
+make `scan` exit 1.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+KNOWN = ("sglang_error", "sglang_warning")  # events of a catalog record
 
 
 @dataclass(slots=True)
@@ -57,14 +60,14 @@ def group_events(events: Sequence[dict[str, Any]]) -> list[Entry]:
 def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: int) -> str:
     entries = group_events(events)
     causes = sorted(
-        (x for x in entries if x.first["event"] == "sglang_error"
+        (x for x in entries if x.first["event"] in KNOWN
          and x.first.get("role") != "consequence"),
         key=lambda x: SEVERITY_RANK.get(x.first.get("severity", "error"), 1),
     )  # stable: within a severity, in order of first appearance
     unknown = [x for x in entries if x.first["event"] == "sglang_unknown_error"]
     consequences = [x for x in entries if x.first.get("role") == "consequence"]
     out: list[str] = []
-    n_err = sum(x.count for x in causes if SEVERITY_RANK.get(x.first.get("severity"), 1) <= 1)
+    n_err = sum(x.count for x in causes if x.first["event"] == "sglang_error")
     n_warn = sum(x.count for x in causes) - n_err
     n_unknown = sum(x.count for x in unknown)
     out.append(
@@ -154,10 +157,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def exit_code(events: Sequence[dict[str, Any]]) -> int:
-    """1 when a failure was found (error or critical, known or unknown), else 0."""
+    """1 when a failure was found (an `sglang_error` that is not a consequence, or an
+    `sglang_unknown_error`), else 0: warnings alone exit 0."""
     for e in events:
         if e.get("role") == "consequence":
             continue
-        if e["event"] == "sglang_unknown_error" or SEVERITY_RANK.get(e.get("severity", ""), 1) <= 1:
+        if e["event"] in ("sglang_error", "sglang_unknown_error"):
             return 1
     return 0

@@ -14,10 +14,12 @@ thousand, from sglang's source) get a series when they first match.
 
 What is bounded: label values come from the catalog (pattern ids, their classes and severities,
 layers) and from fixed sets, never from log text or captures. An event whose class differs from
-its record's is counted under the record's class. Unknown errors are counted by their class's own
-name (the last dotted part): the classes the catalog names have a series from the start (at 0,
-for the same `increase()` reason), the first `unknown_class_limit` other classes get one when
-first seen, and every later class — or anything that is not a class name — counts as `other`.
+its record's is counted under the record's class; a record without a class under
+`UnclassifiedError` (`types.UNCLASSIFIED`), never an empty label. Unknown errors are counted by
+their class's own name (the last dotted part): the classes the catalog names have a series from
+the start (at 0, for the same `increase()` reason), the first `unknown_class_limit` other
+classes get one when first seen, and every later class — or anything that is not a class name —
+counts as `other`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from matcher.types import Batch, Event
+from matcher.types import UNCLASSIFIED, Batch, Event
 
 OTHER = "other"
 LAYERS = ("generated", "curated", "user")
@@ -220,7 +222,7 @@ class MetricsSink:
             self._catalog_version = version
 
     def _error_labels(self, record: RecordLike) -> dict[str, str]:
-        return {"pattern_id": record.id, "error_class": record.error_class or "",
+        return {"pattern_id": record.id, "error_class": record.error_class or UNCLASSIFIED,
                 "severity": record.severity, **self._static}
 
     def _unknown_class(self, error_class: str) -> str:
