@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from matcher import __version__
+from matcher import __version__, cache
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.catalog.check import check_examples
 from matcher.catalog.patterns import MIN_CUT_HEAD, cut_head
@@ -209,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--journal-directory", type=Path, metavar="DIR",
                        help="read the journal from DIR (a copied or remote journal)")
     watch.add_argument("--webhook-url", metavar="URL", help="also POST each event as JSON here")
+    watch.add_argument("--otlp-endpoint", metavar="URL",
+                       help="also send each event as an OpenTelemetry log record (OTLP/HTTP "
+                            "protobuf) to this logs URL, e.g. http://collector:4318/v1/logs")
     watch.add_argument("--label", action="append", metavar="NAME=VALUE", type=_label,
                        help="static label on every event and metric (repeatable)")
     watch.add_argument("--check", action="store_true",
@@ -316,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The application, not the library, decides where caches go (`matcher.cache`).
+    cache.use(cache.default_cache_dir())
     try:
         if args.command == "scan":
             return cmd_scan(args.inputs, args.format, _load(args), sys.stdout,
@@ -376,6 +381,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         "journal_units": args.journal_unit,
         "journal_directory": args.journal_directory,
         "webhook_url": args.webhook_url,
+        "otlp_endpoint": args.otlp_endpoint,
         "labels": dict(x.split("=", 1) for x in args.label) if args.label else None,
     }
     log = stderr_logger()

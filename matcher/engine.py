@@ -36,7 +36,8 @@ from typing import Any
 
 import regex
 
-from matcher.catalog.load import code_fingerprint, default_cache_dir, fields_text
+from matcher import cache
+from matcher.catalog.load import code_fingerprint, fields_text
 from matcher.catalog.patterns import (
     analyze,
     cut_head,
@@ -63,7 +64,7 @@ CACHE_FORMAT = 4
 # Below this many patterns compiling costs less than reading a cache entry; the curated catalog
 # alone (0.35 s to compile) is above it.
 CACHE_MIN_PATTERNS = 50
-AUTO_CACHE = object()  # Engine(cache=...) default: the user's cache dir for large catalogs
+AUTO_CACHE = object()  # Engine(cache=...) default: the application's cache dir (`matcher.cache`), for large catalogs
 
 
 @dataclass(frozen=True, slots=True)
@@ -557,9 +558,10 @@ class EngineCache:
         self.last_corrupt = False
 
     @classmethod
-    def default(cls) -> EngineCache:
-        """`$SGLANG_MATCHER_CACHE_DIR`, else `$XDG_CACHE_HOME/sglang-matcher`, else ~/.cache/…"""
-        return cls(default_cache_dir())
+    def default(cls) -> EngineCache | None:
+        """In the application's cache directory (`matcher.cache`); None if it chose none."""
+        chosen = cache.directory()
+        return cls(chosen) if chosen is not None else None
 
     def path(self, key: str) -> Path:
         return self.directory / f"engine-{key}.bin"

@@ -169,12 +169,11 @@ def test_builtin_catalog_loads_clean():
     assert catalog.by_id("4e2cdd4d6209ebbd") is not None
 
 
-def test_parsed_cache_gives_the_records_a_parse_gives(tmp_path, monkeypatch):
+def test_parsed_cache_gives_the_records_a_parse_gives(tmp_path, monkeypatch, cache_dir):
     """A large file's records come from the cache on the second load — the same records, issues
     included — and a damaged entry, or a changed file, is parsed again."""
     import matcher.catalog.load as load
 
-    monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(load, "PARSED_CACHE_MIN_BYTES", 0)
     catalog = tmp_path / "many.jsonl"
     generated = Path(__file__).resolve().parents[1] / "patterns" / "sglang" / "generated" / "sglang.jsonl"
@@ -219,11 +218,10 @@ def test_packed_locations_read_back_as_written():
     assert url not in pack_locations(cases[1])
 
 
-def test_a_frame_records_pattern_vouches_for_no_plain_record(tmp_path, monkeypatch):
+def test_a_frame_records_pattern_vouches_for_no_plain_record(tmp_path, cache_dir):
     """`^$` is a bare exception at a frame; in a plain record it matches every line. The
     checked-pattern cache, filled by the built-in catalog's 9,000 frame records, must not
     let a user's plain `^$` through."""
-    monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path / "cache"))
     load_catalog()  # fills the cache with every pattern the built-in layers checked
     mine = tmp_path / "mine.json"
     mine.write_text(json.dumps([{"id": "r1", "messagePattern": "^$"}]))

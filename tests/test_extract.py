@@ -933,12 +933,22 @@ def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, damage):
     assert Engine(records, cache=EngineCache(tmp_path)).stats.cache == "hit"
 
 
-def test_cache_dir_comes_from_the_environment(monkeypatch, tmp_path):
+def test_cache_dir_comes_from_the_environment_through_the_application(monkeypatch, tmp_path):
+    from matcher import cache
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("SGLANG_MATCHER_CACHE_DIR", raising=False)
-    assert EngineCache.default().directory == tmp_path / "xdg" / "sglang-matcher"
+    assert cache.default_cache_dir() == tmp_path / "xdg" / "sglang-matcher"
     monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path / "mine"))
-    assert EngineCache.default().directory == tmp_path / "mine"
+    assert cache.default_cache_dir() == tmp_path / "mine"
+    previous = cache.directory()
+    try:
+        cache.use(cache.default_cache_dir())  # what `sglang-matcher` does at start
+        assert EngineCache.default().directory == tmp_path / "mine"
+        cache.use(None)
+        assert EngineCache.default() is None
+    finally:
+        cache.use(previous)
 
 
 def test_an_unwritable_cache_dir_costs_only_speed(tmp_path):
@@ -950,12 +960,12 @@ def test_an_unwritable_cache_dir_costs_only_speed(tmp_path):
     assert engine.match(line).pattern.slug == "lmcache-hierarchical-cache-exclusive"
 
 
-def test_checked_patterns_are_remembered_and_a_damaged_memory_is_ignored(tmp_path, monkeypatch):
+def test_checked_patterns_are_remembered_and_a_damaged_memory_is_ignored(tmp_path, monkeypatch,
+                                                                        cache_dir):
     """Loading reuses earlier pattern checks (4 s for the full catalog), keyed by the code."""
     import matcher.catalog as catalog_module
     from matcher.catalog.load import PatternFactsCache
 
-    monkeypatch.setenv("SGLANG_MATCHER_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(catalog_module, "_CACHE_MIN_RECORDS", 1)
     curated = REPO / "patterns" / "sglang" / "curated"
     first = load_catalog(builtin=False, user_paths=[curated])

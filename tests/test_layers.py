@@ -18,7 +18,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "matcher"
 
-FOUNDATION = {"matcher", "matcher.atomic", "matcher.types", "matcher.utf8", "matcher.limits",
+FOUNDATION = {"matcher", "matcher.atomic", "matcher.cache", "matcher.types", "matcher.utf8", "matcher.limits",
               "matcher.backoff", "matcher.redact", "matcher.wrappers"}
 CATALOG_DATA = {"matcher.catalog.schema", "matcher.catalog.load", "matcher.catalog.patterns",
                 "matcher.catalog.wording", "matcher.catalog.versions"}

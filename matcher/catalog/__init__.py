@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from matcher import cache
+from matcher.cache import default_cache_dir
 from matcher.catalog import versions
 from matcher.catalog.load import (
     CatalogError,
     CatalogIssue,
     LoadResult,
     PatternFactsCache,
-    default_cache_dir,
     fields_text,
     load_paths,
 )
@@ -113,8 +114,8 @@ def load_catalog(
 
     `sglang_version` picks the generated layer: "all" (every release it covers), one release
     (only the records whose `sglangVersions` ranges hold it), or "installed" (extracted from
-    the sglang in this environment, cached in `installed_cache_dir` — the caller's, e.g.
-    `default_cache_dir()` — or else the temporary directory); see `versions`.
+    the sglang in this environment, cached in `installed_cache_dir`, else in the application's
+    cache directory (`matcher.cache`), else the temporary directory); see `versions`.
     """
     results: list[LoadResult] = []
     base = builtin_dir or builtin_patterns_dir()
@@ -125,11 +126,9 @@ def load_catalog(
                 # A catalog tool (it runs the extractor): imported only when asked for.
                 from matcher.catalog.installed import installed_catalog
 
-                # TODO(issue 16): the default is resolved here only until cli.py and daemon.py
-                # pass installed_cache_dir=default_cache_dir(); then None means the temp dir.
                 layers.append(("generated", [installed_catalog(
                     installed_cache_dir if installed_cache_dir is not None
-                    else default_cache_dir())]))
+                    else cache.directory())]))
             else:
                 found = versions.generated_paths(base / "sglang" / "generated", sglang_version)
                 if found:
@@ -141,8 +140,8 @@ def load_catalog(
     if user_paths:
         layers.append(("user", list(user_paths)))
     # A large catalog (the generated layer) costs seconds to check: reuse earlier checks.
-    cache = PatternFactsCache.default()
-    known = cache.load()
+    facts = PatternFactsCache.default()  # None: the application keeps no cache
+    known = facts.load() if facts is not None else {}
     checked: dict[str, int] = {}  # every pattern checked, before a version narrows the layer
     for layer, paths in layers:
         result = load_paths(paths, layer, known=known)
@@ -162,8 +161,9 @@ def load_catalog(
                                     result.files)
         results.append(result)
     loaded = [r for res in results for r in res.records]
-    if len(checked) >= _CACHE_MIN_RECORDS and any(p not in known for p in checked):
-        cache.store(checked)
+    if facts is not None and len(checked) >= _CACHE_MIN_RECORDS \
+            and any(p not in known for p in checked):
+        facts.store(checked)
     records = merge_layers(loaded)
     return Catalog(
         records=records,

@@ -18,7 +18,7 @@ from matcher.catalog.versions import INSTALLED, VersionError
 
 def installed_catalog(cache_dir: Path | None = None) -> Path:
     """A generated catalog of the sglang in this environment, extracted once and cached in
-    `cache_dir` (the caller's: see `load.default_cache_dir`); with no `cache_dir`, in the
+    `cache_dir` (the caller's: see `matcher.cache`); with no `cache_dir`, in the
     temporary directory."""
     try:
         package, version = extract.find_installed()

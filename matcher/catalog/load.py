@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import pickle
 import re
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 import regex
 import yaml
 
+from matcher import cache
 from matcher.atomic import write_atomic
 from matcher.catalog.patterns import MIN_LITERAL_CHARS, analyze, pattern_from_template
 from matcher.catalog.schema import (
@@ -155,6 +155,9 @@ class _ParsedFile:
 
 
 def _parsed_cache(file: Path, layer: Layer) -> _ParsedFile | None:
+    chosen = cache.directory()
+    if chosen is None:
+        return None
     try:
         if file.stat().st_size < PARSED_CACHE_MIN_BYTES:
             return None
@@ -165,7 +168,7 @@ def _parsed_cache(file: Path, layer: Layer) -> _ParsedFile | None:
     digest.update(code_fingerprint("matcher.catalog.load", "matcher.catalog.schema",
                                    "matcher.catalog.patterns", "matcher.catalog.wording"
                                    ).encode())
-    return _ParsedFile(default_cache_dir() / f"parsed-{digest.hexdigest()[:24]}.pickle")
+    return _ParsedFile(chosen / f"parsed-{digest.hexdigest()[:24]}.pickle")
 
 
 def _read_file(file: Path) -> Iterator[tuple[int, Any] | CatalogIssue]:
@@ -515,15 +518,6 @@ def check_pattern(pattern: str) -> int | str:
     return facts.literal_length
 
 
-def default_cache_dir() -> Path:
-    """`$SGLANG_MATCHER_CACHE_DIR`, else `$XDG_CACHE_HOME/sglang-matcher`, else ~/.cache/…"""
-    explicit = os.environ.get("SGLANG_MATCHER_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sglang-matcher"
-
-
 def fields_text(rows: Iterable[tuple[str | None, ...]]) -> bytes:
     """Rows of strings as one unambiguous text to hash (each value prefixed with its length):
     cheap, where json.dumps per record cost 0.1 s of each start with 21,000 records."""
@@ -558,8 +552,10 @@ class PatternFactsCache:
         self.path = directory / f"patterns-{code}.json"
 
     @classmethod
-    def default(cls) -> PatternFactsCache:
-        return cls(default_cache_dir())
+    def default(cls) -> PatternFactsCache | None:
+        """In the application's cache directory (`matcher.cache`); None if it chose none."""
+        chosen = cache.directory()
+        return cls(chosen) if chosen is not None else None
 
     def load(self) -> dict[str, int]:
         try:

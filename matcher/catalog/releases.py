@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from matcher.atomic import write_atomic
+from matcher.cache import default_cache_dir
 from matcher.catalog import extract
-from matcher.catalog.load import code_fingerprint, default_cache_dir
+from matcher.catalog.load import code_fingerprint
 from matcher.catalog.versions import compact_ranges, parse_range, sort_versions, version_key
 
 PYPI_JSON = "https://pypi.org/pypi/sglang/json"
