@@ -149,6 +149,9 @@ def table(outcomes: list[Outcome]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from matcher import cache
+
+    cache.use(cache.default_cache_dir())  # as sglang-matcher does: warm starts
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="write every outcome as JSON here")
     ap.add_argument("--corpus", type=Path, default=CORPUS)

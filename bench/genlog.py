@@ -351,6 +351,9 @@ def generate(n_lines: int, error_every: int, pool: list[Failure], rng: random.Ra
 
 
 def main(argv: list[str] | None = None) -> int:
+    from matcher import cache
+
+    cache.use(cache.default_cache_dir())  # as sglang-matcher does: warm starts
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", "--lines", type=int, default=1_000_000, help="lines to write (about)")
     ap.add_argument("-o", "--output", type=Path, default=Path("/tmp/sglang-bench.log"))

@@ -134,6 +134,9 @@ def first_cause(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def main() -> int:
+    from matcher import cache
+
+    cache.use(cache.default_cache_dir())  # as sglang-matcher does: warm starts
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", default="/tmp/sgvenv/bin/python")
     ap.add_argument("--timeout", type=float, default=60.0)
