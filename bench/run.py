@@ -140,7 +140,7 @@ def events_by_pattern(stdout: str) -> tuple[dict[str, int], int]:
     unknown = 0
     for line in stdout.splitlines():
         e = json.loads(line)
-        if e["event"] == "sglang_error":
+        if e["event"] in ("sglang_error", "sglang_warning"):  # a record's event, any severity
             counts[e["pattern_id"]] += 1
         else:
             unknown += 1
