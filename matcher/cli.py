@@ -507,13 +507,15 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
         if not causes:
             out.write(f"no failure found in {args.log}: nothing to fix\n")
             return EXIT_OK
-        known = [e for e in causes if e.get("pattern_id")]
+        records = {e["pattern_id"]: r for e in causes
+                   if (r := catalog.by_id(e.get("pattern_id") or "")) is not None}
+        known = [e for e in causes if e.get("pattern_id") in records]
         if not known:
             out.write(f"{args.log}: {causes[0]['error_class']}: {causes[0]['message'][:200]}\n"
                       "no catalog record knows this failure: no fix to apply\n")
             return EXIT_FOUND
-        first = next((e for e in known if catalog.by_id(e["pattern_id"]).fix_actions), known[0])
-        rec = catalog.by_id(first["pattern_id"])
+        first = next((e for e in known if records[e["pattern_id"]].fix_actions), known[0])
+        rec = records[first["pattern_id"]]
         captures = first.get("captures") or {}
         failure = f"{rec.id} ({rec.slug}): {first['message'].splitlines()[0][:200]}"
     ways = rec.fix_actions

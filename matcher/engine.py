@@ -52,6 +52,7 @@ from matcher.framing import DOCKER_RECORD_START_SIGNS, RECORD_START_SIGNS
 from matcher.prefilter import ChunkPrefilter
 from matcher.types import Match, Record
 
+_hs: Any
 try:  # optional: wheels for x86-64, aarch64 and macOS
     import hyperscan as _hs
 except ImportError:  # pragma: no cover - exercised on platforms without wheels
@@ -493,7 +494,8 @@ def _build_hyperscan(patterns: Sequence[CompiledPattern]) -> tuple[object, tuple
             db.compile(expressions=exprs, ids=ids, elements=len(ids), flags=_HS_FLAGS)
         except _hs.error:
             return None
-        return db
+        compiled: object = db
+        return compiled
 
     def find_bad(ids: list[int]) -> None:
         if try_compile(ids) is not None:

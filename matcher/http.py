@@ -356,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         # Each read and write waits at most the whole deadline, even if the accept loop that
         # enforces the deadline itself were stopped.
-        self.timeout = self.server.request_deadline
+        self.timeout = self.server.request_deadline  # type: ignore[misc]  # per connection
         super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:

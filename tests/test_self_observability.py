@@ -6,10 +6,10 @@ import json
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
+from watch_harness import DaemonProcess, wait_for
 
 from matcher.latency import ReadTimes
 from matcher.testing import line_for
-from watch_harness import DaemonProcess, wait_for
 
 
 def test_read_times_find_the_chunk_a_line_was_read_in_and_forget_what_is_done():

@@ -30,13 +30,17 @@ import re._parser as sre  # type: ignore[import-not-found]
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from matcher.catalog.schema import CatalogRecord
 
 Dialect = Literal["grep", "mtail"]
 DIALECTS: tuple[Dialect, ...] = ("grep", "mtail")
 MTAIL_MAX_REGEXP = 1024  # mtail's default --max_regexp_length
+
+# One item of a parsed regular expression (`re._parser`): an opcode and its argument, whose
+# shape depends on the opcode — read by position below, as the parser builds it.
+_Item = tuple[Any, Any]
 
 _ERE_SPECIAL = set(".[]()*+?{}|^$\\")
 _RE2_SPECIAL = set(".[]()*+?{}|^$\\/")  # `/` ends an mtail regex literal
@@ -108,11 +112,11 @@ def translate(pattern: str, dialect: Dialect, error_class: str | None = None) ->
         items.pop(0)
     head = tail = ""
     if not anchored and items and items[0][0] is c.ASSERT_NOT and items[0][1][0] == -1:
-        head = w.not_char_edge(list(items.pop(0)[1][1]), at="^")  # type: ignore[index]
+        head = w.not_char_edge(list(items.pop(0)[1][1]), at="^")
     if items and items[-1][0] is c.ASSERT_NOT and items[-1][1][0] == 1:
-        tail = w.not_char_edge(list(items.pop()[1][1]), at="$")  # type: ignore[index]
+        tail = w.not_char_edge(list(items.pop()[1][1]), at="$")
     elif items and items[-1][0] is c.ASSERT and items[-1][1][0] == 1:
-        tail = w.group(w.seq(items.pop()[1][1]))  # type: ignore[index]
+        tail = w.group(w.seq(items.pop()[1][1]))
     body = head + w.seq(items) + tail
     if dialect == "mtail" and w.icase:
         body = "(?i)" + body
@@ -125,26 +129,26 @@ def translate(pattern: str, dialect: Dialect, error_class: str | None = None) ->
     return out
 
 
-def _optional(item: tuple[object, object]) -> bool:
+def _optional(item: _Item) -> bool:
     op, av = item
-    return op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == 0  # type: ignore[index]
+    return op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == 0
 
 
-def _is_start_of_message(item: tuple[object, object]) -> bool:
+def _is_start_of_message(item: _Item) -> bool:
     """`^`, `\\A`, or the generated layer's `(?<![\\s\\S])` (no character before this point)."""
     op, av = item
     if op is c.AT:
         return av in (c.AT_BEGINNING, c.AT_BEGINNING_STRING)
     if op is c.ASSERT_NOT:
-        direction, sub = av  # type: ignore[misc]
+        direction, sub = av
         return direction == -1 and _matches_any_char(list(sub))
     return False
 
 
-def _matches_any_char(sub: list[tuple[object, object]]) -> bool:
+def _matches_any_char(sub: list[_Item]) -> bool:
     if len(sub) != 1 or sub[0][0] is not c.IN:
         return False
-    cats = {v for o, v in sub[0][1] if o is c.CATEGORY}  # type: ignore[union-attr]
+    cats = {v for o, v in sub[0][1] if o is c.CATEGORY}
     return any({a, b} <= cats for a, b in (
         (c.CATEGORY_SPACE, c.CATEGORY_NOT_SPACE), (c.CATEGORY_DIGIT, c.CATEGORY_NOT_DIGIT),
         (c.CATEGORY_WORD, c.CATEGORY_NOT_WORD)))
@@ -195,7 +199,7 @@ class _Writer:
         self.ere = dialect == "grep"
         self.icase = icase
 
-    def seq(self, items: Iterable[tuple[object, object]]) -> str:
+    def seq(self, items: Iterable[_Item]) -> str:
         return "".join(self.item(op, av) for op, av in items)
 
     def group(self, inner: str) -> str:
@@ -213,26 +217,26 @@ class _Writer:
             return {"\t": r"\t", "\r": r"\r", "\f": r"\f", "\v": r"\v"}[ch]
         return _escape_re2(ch)
 
-    def item(self, op: object, av: object) -> str:
+    def item(self, op: Any, av: Any) -> str:
         if op is c.LITERAL:
-            return self.literal(av)  # type: ignore[arg-type]
+            return self.literal(av)
         if op is c.NOT_LITERAL:
             return self.char_class([(c.LITERAL, av)], negate=True)
         if op is c.ANY:
             return "."
         if op is c.IN:
-            items = list(av)  # type: ignore[call-overload]
+            items = list(av)
             negate = bool(items) and items[0][0] is c.NEGATE
             return self.char_class(items[1:] if negate else items, negate=negate)
         if op is c.BRANCH:
-            return self.group("|".join(self.seq(alt) for alt in av[1]))  # type: ignore[index]
+            return self.group("|".join(self.seq(alt) for alt in av[1]))
         if op is c.SUBPATTERN:
-            _group, add, _del, sub = av  # type: ignore[misc]
+            _group, add, _del, sub = av
             if add & ~c.SRE_FLAG_UNICODE:
                 raise Untranslatable("inline flags inside a group")
             return self.group(self.seq(sub))
         if op in (c.MAX_REPEAT, c.MIN_REPEAT):
-            lo, hi, sub = av  # type: ignore[misc]
+            lo, hi, sub = av
             return self.atom(list(sub)) + _quantifier(lo, hi)
         if op is c.AT:
             return self.anchor(av)
@@ -244,20 +248,20 @@ class _Writer:
             raise Untranslatable("atomic group or possessive quantifier")
         raise Untranslatable(f"regex construct {op}")
 
-    def not_char_edge(self, sub: list[tuple[object, object]], *, at: str) -> str:
+    def not_char_edge(self, sub: list[_Item], *, at: str) -> str:
         """`(?<![A-Za-z])` first, `(?![A-Za-z])` last: no such character there, or the line's
         edge — exact for the question grep answers (does the line hold a match)."""
         if len(sub) == 1 and sub[0][0] is c.LITERAL:
             cls = self.char_class([sub[0]], negate=True)
         elif len(sub) == 1 and sub[0][0] is c.IN:
-            items = list(sub[0][1])  # type: ignore[call-overload]
+            items = list(sub[0][1])
             negated = bool(items) and items[0][0] is c.NEGATE
             cls = self.char_class(items[1:] if negated else items, negate=not negated)
         else:
             raise Untranslatable("lookaround")
         return self.group(f"^|{cls}" if at == "^" else f"{cls}|$")
 
-    def atom(self, sub: list[tuple[object, object]]) -> str:
+    def atom(self, sub: list[_Item]) -> str:
         """A quantifier's operand: one item as it is, several (or an alternation) grouped."""
         text = self.seq(sub)
         if len(sub) == 1 and sub[0][0] in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN, c.SUBPATTERN,
@@ -276,7 +280,7 @@ class _Writer:
             return r"\B"
         raise Untranslatable(f"anchor {where}")
 
-    def char_class(self, items: list[tuple[object, object]], *, negate: bool) -> str:
+    def char_class(self, items: list[_Item], *, negate: bool) -> str:
         """A bracket expression. ERE has no escapes inside brackets: `]` goes first, `-` last,
         `^` not first; a lone negated category (`\\S`) becomes a negated class of its own."""
         if len(items) == 1 and items[0][0] is c.CATEGORY and items[0][1] in _NEGATED:
@@ -289,7 +293,7 @@ class _Writer:
         ranges: list[str] = []
         for op, av in items:
             if op is c.LITERAL:
-                ch = chr(av)  # type: ignore[arg-type]
+                ch = chr(av)
                 if not ch.isascii():
                     raise Untranslatable("non-ASCII character in a class")
                 if ch == "\n":
@@ -298,7 +302,7 @@ class _Writer:
                 if self.icase and ch.isalpha():
                     chars.append(ch.swapcase())
             elif op is c.RANGE:
-                lo, hi = av  # type: ignore[misc]
+                lo, hi = av
                 if hi > 127:
                     raise Untranslatable("non-ASCII character in a class")
                 ranges.append(self._range(chr(lo), chr(hi)))
