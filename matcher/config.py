@@ -78,6 +78,11 @@ class Config:
     journal_directory: Path | None = None
     journal_from_beginning: bool = False
     webhook_url: str | None = None
+    # OpenTelemetry logs (OTLP/HTTP protobuf): the full logs URL (http://collector:4318/v1/logs).
+    # Unset: OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/logs
+    # (sinks/otlp.py, `resolve_endpoint`). Headers (auth) over OTEL_EXPORTER_OTLP_HEADERS.
+    otlp_endpoint: str | None = None
+    otlp_headers: Mapping[str, str] = field(default_factory=dict)
     events_buffer: int = 1000
     labels: Mapping[str, str] = field(default_factory=dict)
     labels_from_env: Mapping[str, str] = field(default_factory=dict)

@@ -39,6 +39,7 @@ ERROR_TYPES = (
     "CatalogError", "ConfigError", "RegexTimeout",
 )
 WEBHOOK_FAILURES = ("rejected", "retries_exhausted", "shutdown")
+OTLP_FAILURES = WEBHOOK_FAILURES  # refused (4xx, partial success), out of retries, at shutdown
 ReloadResult = Literal["ok", "failed"]
 
 
@@ -159,6 +160,7 @@ class Telemetry:
             names, registry=registry, buckets=LATENCY_BUCKETS)
         self._latency_child = self._series(self._latency)
         self._webhook: dict[str, Any] | None = None
+        self._otlp: dict[str, Any] | None = None
         self._checkpoint_writes_child = self._series(self._checkpoint_writes)
         self._heartbeat_child = self._series(self._heartbeat)
         self._heartbeat_child.set(wall())
@@ -345,6 +347,59 @@ class Telemetry:
     def webhook_queue(self, depth: int) -> None:
         self._series(self._w()["queued"]).set(depth)
 
+    # -- OpenTelemetry logs (sinks/otlp.py) -----------------------------------------------
+
+    def otlp_configured(self) -> None:
+        """Create the OTLP series (at 0) — only processes with an OTLP endpoint export them."""
+        with self._lock:
+            if self._otlp is not None:
+                return
+            names = self._names
+            reg = self._registry
+            o: dict[str, Any] = {
+                "sent": Counter("sglang_matcher_otlp_sent_total",
+                                "Log records the OTLP endpoint accepted.", names, registry=reg),
+                "retries": Counter("sglang_matcher_otlp_retries_total",
+                                   "OTLP exports retried after a connection error, timeout, 429, "
+                                   "502, 503 or 504.", names, registry=reg),
+                "failed": Counter("sglang_matcher_otlp_failed_total",
+                                  "Log records given up: rejected (other answers, or rejected in "
+                                  "a partial success), retries exhausted, or still unsent at "
+                                  "shutdown.", ("reason", *names), registry=reg),
+                "dropped": Counter("sglang_matcher_otlp_dropped_total",
+                                   "Log records dropped, oldest first, because the OTLP queue was "
+                                   "full.", names, registry=reg),
+                "queued": Gauge("sglang_matcher_otlp_queue_records",
+                                "Log records waiting to be exported.", names, registry=reg),
+            }
+            for key in ("sent", "retries", "dropped", "queued"):
+                self._series(o[key])
+            for reason in OTLP_FAILURES:
+                o["failed"].labels(reason=reason, **self._static)
+            self._otlp = o
+
+    def otlp_sent(self, n: int) -> None:
+        self._series(self._o()["sent"]).inc(n)
+
+    def otlp_retry(self, **fields: Any) -> None:
+        self._series(self._o()["retries"]).inc()
+        self._emit_quietly("warning", "otlp_retry", **fields)
+
+    def otlp_failed(self, reason: str, n: int = 1, **fields: Any) -> None:
+        if reason not in OTLP_FAILURES:
+            raise ValueError(f"otlp failure reason must be one of {OTLP_FAILURES}")
+        if n <= 0:
+            return
+        self._o()["failed"].labels(reason=reason, **self._static).inc(n)
+        self._emit_quietly("error", "otlp_failed", reason=reason, records=n, **fields)
+
+    def otlp_dropped(self, n: int = 1) -> None:
+        self._series(self._o()["dropped"]).inc(n)
+        self._emit_quietly("warning", "otlp_dropped", records=n)
+
+    def otlp_queue(self, depth: int) -> None:
+        self._series(self._o()["queued"]).set(depth)
+
     # -- internals ------------------------------------------------------------------------
 
     def _series(self, metric: Any, **labels: str) -> Any:
@@ -360,6 +415,12 @@ class Telemetry:
             self.webhook_configured()
         assert self._webhook is not None
         return self._webhook
+
+    def _o(self) -> dict[str, Any]:
+        if self._otlp is None:
+            self.otlp_configured()
+        assert self._otlp is not None
+        return self._otlp
 
     def _emit(self, level: str, event: str, **fields: Any) -> None:
         if self._redactor is not None:

@@ -39,6 +39,13 @@ from matcher.redact import Redactor
 from matcher.release import catalog_version_setting
 from matcher.sinks.events import EventWriter
 from matcher.sinks.metrics import MetricsSink
+from matcher.sinks.otlp import (
+    OtlpLogSink,
+    check_url,
+    env_headers,
+    resolve_endpoint,
+    resource_attributes,
+)
 from matcher.sinks.ring import EventRing
 from matcher.sinks.webhook import WebhookSink
 from matcher.source.checkpoint import CheckpointState, CheckpointStore
@@ -86,6 +93,7 @@ class Topology:
     max_open_files: int
     nofile: tuple[int, int]
     not_reloaded: list[str] = field(default_factory=list)  # settings a reload left as they were
+    otlp: OtlpLogSink | None = None
 
     @property
     def sources(self) -> list[Source]:
@@ -104,6 +112,8 @@ class Topology:
         out.append(self.ring)
         if self.webhook is not None:
             out.append(self.webhook)
+        if self.otlp is not None:
+            out.append(self.otlp)
         return out
 
     def close(self) -> None:
@@ -182,6 +192,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     redactor = _redactor(config)
     address = _address(config)
     _check_webhook_url(config, redactor)
+    otlp_url = _otlp_url(config, redactor)
     not_reloaded = [name for name in NOT_RELOADABLE
                     if prev is not None and getattr(prev.config, name) != getattr(config, name)]
     kept = config
@@ -219,6 +230,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     http = _http(config, address, registry, ring, log, prev, undo)
     events_file = _events_file(config, redactor, prev, undo)
     webhook = _webhook(config, redactor, telemetry, prev, undo)
+    otlp = _otlp(config, otlp_url, redactor, telemetry, prev, undo)
     writer = EventWriter(stdout, redactor, config.log_format)
 
     # 5. Inputs, and where they were left.
@@ -249,7 +261,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         telemetry=telemetry, metrics=metrics, ring=ring, http=http, webhook=webhook,
         events_file=events_file, stdout=writer, files=files, stdin=stdin_source,
         journals=journals, store=store, state=state, max_open_files=max_open, nofile=nofile,
-        not_reloaded=not_reloaded)
+        not_reloaded=not_reloaded, otlp=otlp)
 
 
 def retire(old: Topology, new: Topology) -> None:
@@ -258,6 +270,8 @@ def retire(old: Topology, new: Topology) -> None:
         old.http.stop()
     if old.webhook is not None and old.webhook is not new.webhook:
         old.webhook.close()
+    if old.otlp is not None and old.otlp is not new.otlp:
+        old.otlp.close()
     if old.events_file is not None and old.events_file is not new.events_file:
         old.events_file.close()
     kept = {id(j) for j in new.journals}
@@ -306,6 +320,45 @@ def _check_webhook_url(config: Config, redactor: Redactor) -> None:
         raise ConfigError(f"setting 'webhook_url': {redactor.text(config.webhook_url)!r} is "
                           "not an http:// or https:// URL with a host",
                           "use http(s)://HOST[:PORT]/PATH")
+
+
+def _otlp_url(config: Config, redactor: Redactor) -> str | None:
+    """The OTLP logs URL: the setting, else the OpenTelemetry environment variables."""
+    url, origin = resolve_endpoint(config.otlp_endpoint)
+    if url is None:
+        return None
+    problem = check_url(url, redactor)
+    if problem:
+        raise ConfigError(f"{origin}: {problem}",
+                          "use the collector's logs URL: http(s)://HOST[:PORT]/v1/logs")
+    return url
+
+
+def _otlp(config: Config, url: str | None, redactor: Redactor, telemetry: Telemetry,
+          prev: Topology | None, undo: list[Callable[[], Any]]) -> OtlpLogSink | None:
+    if url is None:
+        return None
+    try:
+        headers = {**env_headers(), **config.otlp_headers}
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(f"OTLP headers: {e}",
+                          "write them NAME=VALUE[,NAME=VALUE…], values percent-encoded") from e
+    resource, problem = resource_attributes()
+    if problem:
+        telemetry.notice("otlp_resource_attributes_ignored", level="warning", detail=problem,
+                         hint="OTEL_RESOURCE_ATTRIBUTES is key=value[,key=value…], values "
+                              "percent-encoded")
+    if prev is not None and prev.otlp is not None and prev.otlp.url == url \
+            and prev.otlp.headers == headers and prev.otlp.resource == resource:
+        return prev.otlp
+    try:
+        sink = OtlpLogSink(url, redactor=redactor, telemetry=telemetry, headers=headers,
+                           resource=resource)
+    except ValueError as e:
+        raise ConfigError(f"setting 'otlp_endpoint': {e}",
+                          "use the collector's logs URL: http(s)://HOST[:PORT]/v1/logs") from e
+    undo.append(sink.close)
+    return sink
 
 
 def _ring(config: Config, prev: Topology | None) -> EventRing:
