@@ -403,19 +403,19 @@ class Aggregator:
             self._last_cause = None
         r = group.record
         m = group.match
-        common = dict(
-            source=r.source,
-            log_ts=r.log_ts,
-            observed_ts=group.observed,
-            ranks=tuple(sorted(group.ranks, key=_rank_order)),
-            occurrences=group.occurrences,
-            traceback=traceback_text(r, self.redactor),
-            catalog_version=self.catalog_version,
-            labels=dict(self.labels),
-            consequences=tuple(group.consequences),
-            offset=r.offset,
-            lineno=r.lineno,
-        )
+        common = {
+            "source": r.source,
+            "log_ts": r.log_ts,
+            "observed_ts": group.observed,
+            "ranks": tuple(sorted(group.ranks, key=_rank_order)),
+            "occurrences": group.occurrences,
+            "traceback": traceback_text(r, self.redactor),
+            "catalog_version": self.catalog_version,
+            "labels": dict(self.labels),
+            "consequences": tuple(group.consequences),
+            "offset": r.offset,
+            "lineno": r.lineno,
+        }
         if m is not None:
             message = f"{m.error_class}: {m.message}" if m.error_class and not m.on_header \
                 and r.exceptions else m.message
