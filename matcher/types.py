@@ -206,7 +206,8 @@ class Source(Protocol):
 
 
 class Sink(Protocol):
-    """Event output: stdout, the events file, the `/events` ring, the metrics, the webhook.
+    """Event output: stdout, the events file, the `/events` ring, the metrics, the webhook, the
+    OpenTelemetry logs (OTLP).
 
     `emit` hands a batch on; `flush` makes what was emitted durable (the daemon flushes every
     sink that `holds_checkpoint` before it saves read positions, so a position is never saved
