@@ -15,10 +15,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 from watch_harness import wait_for
 
 from matcher.aggregate import Aggregator, event_class, log_level
-from matcher.catalog import load_catalog
+from matcher.catalog import Catalog, load_catalog
 from matcher.catalog.load import validate_record
 from matcher.engine import Engine
 from matcher.framing import Framer
@@ -26,6 +27,7 @@ from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.report import exit_code, render
 from matcher.sinks.events import event_dict
+from matcher.sinks.metrics import MetricsSink
 from matcher.types import UNCLASSIFIED, Chunk, Line, Record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -176,13 +178,23 @@ def test_a_generated_records_error_is_the_logs_warning_when_the_log_says_warning
     assert line.startswith("WARNING ")
     data = (line + "\n").encode()
     kinds = {}
+    counted = {}
     for layer in ("generated", "curated"):
-        pipeline = Pipeline(_one_record_engine(layer))
+        engine = _one_record_engine(layer)
+        pipeline = Pipeline(engine)
         events = pipeline.feed(Chunk(data, "s", len(data))) + pipeline.finish()
         assert len(events) == 1
         kinds[layer] = (events[0].event, events[0].severity, events[0].error_class)
+        registry = CollectorRegistry()
+        MetricsSink(registry, catalog=Catalog(tuple(engine.records), (), "t", ()), build_version="t",
+                    catalog_version="t").accept(events)
+        counted[layer] = {s.labels["severity"] for m in registry.collect() for s in m.samples
+                          if s.name == "sglang_log_errors_total" and s.value}
     assert kinds == {"generated": ("sglang_warning", "warning", UNCLASSIFIED),
                      "curated": ("sglang_error", "error", UNCLASSIFIED)}
+    # The counter says what the event says: the shipped alert (severity=~"critical|error|…")
+    # does not page for an error the log itself called a warning, unless a curated record says.
+    assert counted == {"generated": {"warning"}, "curated": {"error"}}
 
 
 def test_the_aggregator_alone_applies_the_same_rule():

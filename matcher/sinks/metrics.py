@@ -32,6 +32,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from matcher.catalog.schema import SEVERITIES
 from matcher.types import UNCLASSIFIED, Batch, Event
 
 OTHER = "other"
@@ -175,7 +176,10 @@ class MetricsSink:
                 self._errors.labels(pattern_id=OTHER, error_class=OTHER, severity=OTHER,
                                     **self._static).inc(n)
                 continue
-            self._errors.labels(**self._error_labels(record)).inc(n)
+            labels = self._error_labels(record)
+            if e.severity in SEVERITIES:  # a generated record yields to the log's INFO/WARNING
+                labels["severity"] = e.severity  # so the alert on error doesn't fire for it
+            self._errors.labels(**labels).inc(n)
             self._last.labels(pattern_id=record.id, **self._static).set(now)
 
     # -- Sink: every event counts, printed or rate-limited -----------------------------------
