@@ -4,6 +4,7 @@ bounded queue; and the real daemon on a real sglang failure log, across a SIGTER
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
 import shutil
@@ -350,7 +351,7 @@ def test_endpoint_headers_and_resource_from_the_environment():
 
 def test_the_daemon_builds_it_from_the_flag_and_the_environment(tmp_path):
     from matcher.config import load_config
-    from matcher.topology import build
+    from matcher.topology import build, retire
 
     log = CapturingLogger()
     with Receiver() as rx:
@@ -364,6 +365,12 @@ def test_the_daemon_builds_it_from_the_flag_and_the_environment(tmp_path):
             assert topo.otlp.headers == {"Authorization": "Bearer a"}
             again = build(config, log=log, previous=topo)  # a reload keeps it
             assert again.otlp is topo.otlp
+            moved = dataclasses.replace(config, otlp_endpoint=rx.url.replace("/v1/", "/v2/"))
+            new = build(moved, log=log, previous=topo)  # … or makes it anew, retiring the old
+            assert new.otlp is not None and new.otlp is not topo.otlp
+            retire(topo, new)
+            assert not topo.otlp._thread.is_alive()
+            topo = new
         finally:
             topo.close()
 
