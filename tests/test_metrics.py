@@ -153,9 +153,10 @@ def test_reload_keeps_counts_and_adds_zero_series_for_new_records():
     """SIGHUP: nothing resets or expires; new curated records start at 0; build_info follows."""
     registry = CollectorRegistry()
     metrics = sink(registry)
-    metrics.accept([event("cur-a"), event("cur-b")])
+    metrics.accept([event("cur-a"), event("cur-b", severity="warning")])
     metrics.reload(Catalog((record("cur-a"), record("cur-new")), version="v2"))
-    metrics.accept([event("cur-a"), event("cur-b")])  # cur-b left the catalog: still its own id
+    # cur-b left the catalog: still its own id
+    metrics.accept([event("cur-a"), event("cur-b", severity="warning")])
     assert errors(registry) == {
         ("cur-a", "ValueError", "error"): 2.0,
         ("cur-b", "UnclassifiedError", "warning"): 2.0,
@@ -229,8 +230,10 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
     tel.pipeline_error("read", PermissionError("denied"))
     tel.pipeline_error("frame", "WeirdCustomError")
     tel.pipeline_error("nonsense-stage", "ValueError")
+    tel.event_latency(0.3)
     values = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "cluster"))): s.value
-              for m in registry.collect() for s in m.samples if not s.name.endswith("_created")}
+              for m in registry.collect() for s in m.samples if not s.name.endswith("_created")
+              and not s.name.startswith("sglang_matcher_event_latency_seconds_bucket")}
     assert values == {
         ("sglang_matcher_lines_total", (("source", "server"),)): 5.0,
         ("sglang_matcher_bytes_total", (("source", "server"),)): 200.0,
@@ -248,6 +251,8 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
         ("sglang_matcher_errors_total", (("error_type", "PermissionError"), ("stage", "read"))): 1.0,
         ("sglang_matcher_errors_total", (("error_type", "other"), ("stage", "frame"))): 1.0,
         ("sglang_matcher_errors_total", (("error_type", "ValueError"), ("stage", "other"))): 1.0,
+        ("sglang_matcher_event_latency_seconds_count", ()): 1.0,
+        ("sglang_matcher_event_latency_seconds_sum", ()): 0.3,
     }
     assert calls(log) == [
         ("info", "file_rotated", {"source": "server", "path": "/var/log/sglang/server.log"}),
