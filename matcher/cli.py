@@ -355,18 +355,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
-    """Build the topology the config describes (`--check`: and stop there), then run it.
-
-    A bad setting, flag or environment value, a port that cannot be bound, an events file that
-    cannot be opened: one line naming it and what to do, exit 2, before anything is read."""
-    from matcher.config import ConfigError, load_config
-    from matcher.daemon import Daemon, Wakeup, stderr_logger
-    from matcher.topology import Hooks, build
-
+def watch_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """`watch`'s flags as `Config` settings (None: not given, the environment or the file
+    decides). The one place a flag is tied to its setting: `matcher.reference` reads it to
+    document each setting's flag."""
     read_stdin = "-" in args.paths
     paths = [p for p in args.paths if p != "-"]
-    flags = {
+    return {
         "paths": paths or ([] if read_stdin else None),
         "from_beginning": args.from_beginning,
         "state_dir": args.state_dir,
@@ -384,6 +379,19 @@ def cmd_watch(args: argparse.Namespace) -> int:
         "otlp_endpoint": args.otlp_endpoint,
         "labels": dict(x.split("=", 1) for x in args.label) if args.label else None,
     }
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Build the topology the config describes (`--check`: and stop there), then run it.
+
+    A bad setting, flag or environment value, a port that cannot be bound, an events file that
+    cannot be opened: one line naming it and what to do, exit 2, before anything is read."""
+    from matcher.config import ConfigError, load_config
+    from matcher.daemon import Daemon, Wakeup, stderr_logger
+    from matcher.topology import Hooks, build
+
+    read_stdin = "-" in args.paths
+    flags = watch_flags(args)
     log = stderr_logger()
     wakeup = Wakeup()
     daemon: Daemon | None = None
