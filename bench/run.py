@@ -328,6 +328,46 @@ def latency(work: Path, *, curated: bool, errors: int, rate: int, errors_per_s: 
             "errors_per_s": errors_per_s, "env": env}
 
 
+def crash_latency(work: Path, *, curated: bool, crashes: int, env: dict[str, str]) -> dict[str, Any]:
+    """The failure is the last thing a dying server writes: one traceback, its exception line
+    last, and then nothing — no traffic, no next line to close it. Latency = the event's arrival
+    on the daemon's stdout − the time the exception line was written and flushed. One crash at
+    a time (the next only once the last one's event is out, or 10 s passed)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from genlog import Failure  # type: ignore[import-not-found]
+
+    d = work / ("crash-curated" if curated else "crash-full")
+    shutil.rmtree(d, ignore_errors=True)
+    (d / "state").mkdir(parents=True)
+    logfile = d / "server.log"
+    logfile.write_text("")
+    daemon = Daemon([str(logfile)], d / "state", curated=curated, env=env)
+    daemon.wait_started()
+    time.sleep(1.0)
+    written: dict[str, float] = {}
+    with open(logfile, "a", encoding="utf-8") as out:
+        for i in range(crashes):
+            token = f"tok{i:06d}"
+            f = Failure("4e2cdd4d6209ebbd", "curated", "ValueError",
+                        LATENCY_LINE.format(token=token).split(": ", 1)[1],
+                        "python/sglang/srt/arg_groups/mamba_hook.py", 90)
+            ts = time.strftime("%Y-%m-%d %H:%M:%S")
+            out.write("\n".join(f.lines(f"[{ts} TP0] ")[:-1]) + "\n")
+            out.flush()
+            written[token] = time.time()
+            deadline = time.time() + 10
+            while token not in _arrivals(daemon) and time.time() < deadline:
+                time.sleep(0.005)
+            time.sleep(0.2)  # the server is gone; the next one starts later
+    daemon.stop()
+    arrived = _arrivals(daemon)
+    lat = sorted((arrived[t] - w) * 1000 for t, w in written.items() if t in arrived)
+    q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else [float("nan")] * 99
+    return {"catalog": "curated" if curated else "full", "crashes": crashes,
+            "events_seen": len(lat), "p50_ms": round(q[49], 1), "p99_ms": round(q[98], 1),
+            "max_ms": round(max(lat), 1) if lat else None, "env": env}
+
+
 def _arrivals(daemon: Daemon) -> dict[str, float]:
     out = {}
     for t, e in list(daemon.events):
@@ -453,14 +493,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--catchup-runs", type=int, default=3,
                     help="daemon catch-up and scan runs over the backlog, alternating (median)")
     ap.add_argument("--latency-errors", type=int, help="errors injected (default 1000)")
+    ap.add_argument("--crashes", type=int,
+                    help="last-line crashes in the crash-latency run (default 200; 50 quick)")
     ap.add_argument("--idle-seconds", type=float, help="idle measurement (default 60)")
     ap.add_argument("--idle-many-files", type=int, default=2000,
                     help="files followed in the third idle run (curated catalog)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-bench"))
     ap.add_argument("--out", type=Path, help="JSON results (default bench/results/<mode>.json)")
     ap.add_argument("--skip", action="append", default=[],
-                    choices=("throughput", "mtail", "grep-full", "latency", "catchup", "idle",
-                             "start"))
+                    choices=("throughput", "mtail", "grep-full", "latency", "crash", "catchup",
+                             "idle", "start"))
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     q = args.quick
@@ -468,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (3 if q else 5)
     backlog_lines = args.backlog_lines or (0 if q else 6_000_000)
     lat_errors = args.latency_errors or (100 if q else 1000)
+    crashes = args.crashes or (50 if q else 200)
     idle_s = args.idle_seconds or (15 if q else 60)
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -545,6 +588,13 @@ def main(argv: list[str] | None = None) -> int:
                 latency(work, curated=curated, errors=lat_errors, rate=1000,
                         errors_per_s=10.0, env=env))
             log(f"  {report.daemon['latency'][-1]}")
+    if "crash" not in args.skip:
+        for curated in (True, False):
+            log(f"last-line crash latency, {'curated' if curated else 'full'} catalog: "
+                f"{crashes} crashes")
+            report.daemon.setdefault("crash_latency", []).append(
+                crash_latency(work, curated=curated, crashes=crashes, env=env))
+            log(f"  {report.daemon['crash_latency'][-1]}")
     if "catchup" not in args.skip:
         blog = logfile
         if backlog_lines:
@@ -619,6 +669,10 @@ def evaluate(report: Report, timed: dict[str, Timed]) -> None:
     for lat in d.get("latency", []):
         report.target(f"latency p99, {lat['catalog']} catalog (ms)", lat["p99_ms"], "< 250",
                       lat["p99_ms"] < 250 and lat["events_seen"] == lat["errors_written"])
+    for lat in d.get("crash_latency", []):
+        report.target(f"last-line crash latency p99, {lat['catalog']} catalog (ms)",
+                      lat["p99_ms"], "< 250",
+                      lat["p99_ms"] < 250 and lat["events_seen"] == lat["crashes"])
     if "start" in d:
         report.target("warm start, full catalog: daemon exec → started (s)",
                       d["start"]["warm_daemon_s"], "< 1", d["start"]["warm_daemon_s"] < 1)
@@ -651,6 +705,10 @@ def render(report: Report) -> str:
             out.append(f"daemon latency, {lat['catalog']:<7} catalog: p50 {lat['p50_ms']} ms, p99 "
                        f"{lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events_seen']}/"
                        f"{lat['errors_written']} events)")
+        for lat in d.get("crash_latency", []):
+            out.append(f"last-line crash, {lat['catalog']:<7} catalog: p50 {lat['p50_ms']} ms, "
+                       f"p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events_seen']}/"
+                       f"{lat['crashes']} events)")
         if "catch_up" in d:
             cu = d["catch_up"]
             out.append(f"daemon catch-up: {cu['bytes'] / MB:,.0f} MB in {cu['wall_s']} s = "

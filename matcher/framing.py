@@ -9,7 +9,8 @@ another rank interrupts it only once it has reached its `Class: message` line.
 
 What can be lost: nothing is dropped, but a traceback longer than `max_traceback_lines` keeps its
 first lines and its exception lines only (marked `truncated`), and a traceback whose end never
-comes is closed at end of input, at `flush_after` seconds idle (see `tick`), or at the line cap.
+comes is closed at end of input, at `flush_after` seconds idle (see `tick`), or at the line cap;
+one that has printed its exception line, `exception_grace` seconds after its last line.
 A line that sglang's prefix does not start is taken as it is, ranks unknown.
 """
 
@@ -94,6 +95,8 @@ DOCKER_RECORD_START_SIGNS: tuple[bytes, ...] = (
 )
 
 DEFAULT_MAX_TRACEBACK_LINES = 2000
+# A traceback at its exception line is closed after this long without a next line (`Framer.tick`).
+DEFAULT_EXCEPTION_GRACE = 0.1
 MAX_RANKS_SEEN = 4096
 DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024
 DEFAULT_MAX_EXCEPTIONS = 32
@@ -191,6 +194,7 @@ class Framer:
         max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
         max_exceptions: int = DEFAULT_MAX_EXCEPTIONS,
         flush_after: float = 5.0,
+        exception_grace: float = DEFAULT_EXCEPTION_GRACE,
         redactor: Redactor | None = None,
     ) -> None:
         self.max_traceback_lines = max_traceback_lines
@@ -199,6 +203,7 @@ class Framer:
         self.redactor = redactor
         self.max_exceptions = max_exceptions
         self.flush_after = flush_after
+        self.exception_grace = exception_grace
         self._open: dict[str, _Open] = {}
         self._current = ""
         self._previous: Prefixed | None = None  # the line just before, if it had a prefix
@@ -306,11 +311,27 @@ class Framer:
         return out
 
     def tick(self, now: float) -> list[Record]:
-        """Close tracebacks idle for `flush_after` seconds (the daemon calls this periodically)."""
+        """Close what is due (the daemon calls this every turn): a traceback that has printed
+        its exception line and nothing for `exception_grace` seconds — the last thing a dying
+        server writes is its exception, and no next line will come to close it — and any other
+        open record idle for `flush_after` seconds (a traceback cut off in its frames)."""
         out: list[Record] = []
-        for key in [k for k, tb in self._open.items() if now - tb.last_seen >= self.flush_after]:
+        for key in [k for k, tb in self._open.items() if now >= self._due(tb)]:
             self._close(key, out)
         return out
+
+    def due_in(self, now: float) -> float | None:
+        """Seconds until `tick` closes an open record (None: none open)."""
+        if not self._open:
+            return None
+        return max(0.0, min(self._due(tb) for tb in self._open.values()) - now)
+
+    def _due(self, tb: _Open) -> float:
+        """When `tb` is closed if no line comes. A continuation (`During handling…`, `The above
+        exception…`, an exception group's bars, a message's next line) comes at once in
+        practice — Python prints a traceback in one go — and resets the clock."""
+        wait = self.exception_grace if tb.state == "exception" else self.flush_after
+        return tb.last_seen + min(wait, self.flush_after)
 
     def finish(self) -> list[Record]:
         """End of input: every open traceback becomes a record, in the order they started."""

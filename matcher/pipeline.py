@@ -286,8 +286,10 @@ class Pipeline:
         )
 
     def due_in(self, now: float) -> float | None:
-        """Seconds until `tick` would emit an event the aggregator holds (None: none held)."""
-        return self.aggregator.due_in(now)
+        """Seconds until `tick` would close a record or emit an event (None: nothing held)."""
+        waits = [w for w in (self.aggregator.due_in(now),
+                             *(f.due_in(now) for f in self._framers.values())) if w is not None]
+        return min(waits) if waits else None
 
     def detected_format(self, source: str) -> str | None:
         """The container format `source` is read as (None until its first non-empty line)."""

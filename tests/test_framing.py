@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from matcher.catalog.check import frame_text
 from matcher.framing import Framer, split_prefix, strip_ansi
 from matcher.types import ExceptionLine, Line
@@ -155,13 +157,35 @@ def test_long_traceback_is_capped_but_keeps_its_exception():
     assert (len(r.lines), r.truncated, r.exceptions[-1].error_class) == (10, True, "RecursionError")
 
 
-def test_idle_traceback_is_flushed_by_tick():
-    framer = Framer(flush_after=5.0)
+def test_a_traceback_cut_off_in_its_frames_is_flushed_after_flush_after():
+    framer = Framer(flush_after=5.0, exception_grace=0.1)
     assert framer.feed(Line("Traceback (most recent call last):", "s", 0, 1), now=100.0) == []
-    assert framer.feed(Line("KeyError: 'x'", "s", 1, 2), now=100.5) == []
+    assert framer.feed(Line('  File "x.py", line 1, in f', "s", 1, 2), now=100.5) == []
+    assert framer.due_in(100.5) == pytest.approx(5.0)
     assert framer.tick(104.0) == []
-    (r,) = framer.tick(106.0)
-    assert r.exceptions == (ExceptionLine("KeyError", "'x'"),)
+    (r,) = framer.tick(105.5)
+    assert (r.kind, r.exceptions) == ("traceback", ())
+
+
+def test_a_traceback_at_its_exception_line_closes_after_the_grace_unless_it_goes_on():
+    """The last thing a dying server writes is its exception line: no next line closes it,
+    so `exception_grace` after it does. A chained cause printed at once keeps it open."""
+    framer = Framer(flush_after=5.0, exception_grace=0.1)
+    lines = ["Traceback (most recent call last):", '  File "x.py", line 1, in f',
+             "KeyError: 'x'", "", ("During handling of the above exception, another exception "
+             "occurred:"), "", "Traceback (most recent call last):", '  File "y.py", line 2, in g',
+             "RuntimeError: lost 'x'"]
+    for i, text in enumerate(lines[:3]):
+        assert framer.feed(Line(text, "s", i, i + 1), now=100.0) == []
+    assert framer.due_in(100.0) == pytest.approx(0.1)
+    assert framer.tick(100.05) == []
+    for i, text in enumerate(lines[3:], start=3):  # the chain, within the grace
+        assert framer.feed(Line(text, "s", i, i + 1), now=100.08) == []
+    assert framer.tick(100.15) == []  # the clock restarted at the last line
+    (r,) = framer.tick(100.18)
+    assert r.exceptions == (ExceptionLine("KeyError", "'x'"),
+                            ExceptionLine("RuntimeError", "lost 'x'"))
+    assert framer.due_in(100.18) is None
 
 
 def test_lone_exception_line_is_parsed_as_one():
