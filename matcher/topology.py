@@ -219,7 +219,8 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         try:
             telemetry = Telemetry(registry, log, labels, redactor=redactor)
             metrics = MetricsSink(registry, catalog=catalog, static_labels=labels,
-                                  build_version=__version__, catalog_version=catalog.version)
+                                  build_version=__version__, catalog_version=catalog.version,
+                                  redactor=redactor)
         except ValueError as e:
             raise ConfigError(f"setting 'labels': {e}",
                               "label names are letters, digits and _; not one the matcher's "
@@ -251,7 +252,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     if prev is not None:
         files = prev.files
         files.reconfigure(kept, telemetry, max_open)
-        metrics.reload(catalog)
+        metrics.reload(catalog, redactor=redactor)
         telemetry._redactor = redactor
     else:
         files = FileSource(kept, state, telemetry, max_open_files=max_open, clock=clock,

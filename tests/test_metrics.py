@@ -339,3 +339,117 @@ def test_checkpoint_failures_are_logged_once_a_minute_with_a_count() -> None:
     assert calls(log)[-1][2]["failures"] == 1
     tel.checkpoint_failed("write", detail="again")  # a new run of failures logs at once
     assert calls(log)[-1][1:] == ("checkpoint_failed", {"detail": "again", "failures": 1})
+
+
+# -- sglang_error_pattern_info: what an alert says ---------------------------------------------
+
+INFO = "sglang_error_pattern_info"
+
+
+def infos(registry: CollectorRegistry) -> dict[str, dict[str, str]]:
+    """Every sglang_error_pattern_info series as pattern_id → its labels (one per pattern)."""
+    out: dict[str, dict[str, str]] = {}
+    for metric in registry.collect():
+        for s in metric.samples:
+            if s.name == INFO:
+                assert s.value == 1.0 and s.labels["pattern_id"] not in out
+                out[s.labels["pattern_id"]] = dict(s.labels)
+    return out
+
+
+def test_pattern_info_only_for_patterns_that_fired_one_series_each():
+    """No info series before a failure (not even for curated records at 0); after failures, one
+    per pattern however often and at whatever severity it fired; the class never empty; an
+    unknown error or a foreign pattern id makes none."""
+    registry = CollectorRegistry()
+    metrics = sink(registry)
+    assert infos(registry) == {}
+    metrics.accept([event("cur-a"), event("cur-a", quiet=True), event("cur-b", severity="info"),
+                    event("gen-a"), event("gen-a", severity="warning"),
+                    event(None, kind="sglang_unknown_error", error_class="WeirdError"),
+                    event("not-loaded")])
+    got = infos(registry)
+    assert sorted(got) == ["cur-a", "cur-b", "gen-a"]
+    assert {k: (v["error_class"], v["severity"], v["cluster"]) for k, v in got.items()} == {
+        "cur-a": ("ValueError", "error", "c1"), "cur-b": ("UnclassifiedError", "warning", "c1"),
+        "gen-a": ("ValueError", "error", "c1")}
+    # A record with no documentation, solution or link still says something, and links to https.
+    assert got["cur-a"]["summary"] == "pattern cur-a" and got["cur-a"]["fix"] == ""
+    assert got["cur-a"]["doc_url"] == (
+        'https://github.com/sgl-project/sglang/issues?q=is%3Aissue+%22ValueError%22')
+
+
+def test_pattern_info_words_are_the_records_short_and_redacted():
+    """summary: the documentation's first sentence (a generated record: its message), cut at a
+    word with …; fix: the first solution without its parenthesised link, else the first way out;
+    doc_url: the event's release link, else the record's, else an issue search of the message's
+    longest literal part; secrets in any of them masked; a pod address never a link."""
+    from matcher.catalog.schema import FixAction
+
+    secret = "hf_" + "a" * 30
+    long_doc = ("The scheduler died while loading " + "very " * 40 + "large weights. "
+                "Second sentence.")
+    cur = dataclasses.replace(
+        record("cur-w"), documentation=f"Token {secret} was refused, e.g. Bad. More here.",
+        solutions=("Pass a valid token (see https://example.invalid/x)", "Or another"),
+        github_url="https://github.com/sgl-project/sglang/blob/v0.5.23/a.py#L3")
+    gen = dataclasses.replace(
+        record("gen-w", layer="generated"), documentation="`f()` in a.py:3 raises ValueError",
+        error_message="bad value {x} for --foo: use {y}",
+        fix_actions=((FixAction("remove", flag="--foo"), FixAction("add", flag="--bar")),),
+        github_url="http://10.0.0.7:9464/events")
+    long = dataclasses.replace(record("long-w"), documentation=long_doc,
+                               solutions=("x " * 150,))
+    registry = CollectorRegistry()
+    metrics = sink(registry, catalog=Catalog((cur, gen, long)),
+                   redactor=Redactor([r"(?P<secret>refused)"]))
+    versioned = "https://github.com/sgl-project/sglang/blob/v0.5.20/a.py#L9"
+    metrics.accept([event("cur-w", remediation={"url": versioned}),
+                    event("gen-w", remediation={"url": "http://10.0.0.7:9464/x"}),
+                    event("long-w")])
+    got = infos(registry)
+    assert (got["cur-w"]["summary"], got["cur-w"]["fix"], got["cur-w"]["doc_url"]) == (
+        "Token *** was ***, e.g. Bad.", "Pass a valid token", versioned)
+    assert (got["gen-w"]["summary"], got["gen-w"]["fix"], got["gen-w"]["doc_url"]) == (
+        "bad value {x} for --foo: use {y}", "remove --foo; add --bar",
+        "https://github.com/sgl-project/sglang/issues?q=is%3Aissue+%22for+--foo%3A+use%22")
+    summary, fix = got["long-w"]["summary"], got["long-w"]["fix"]
+    assert summary.startswith("The scheduler died while loading very") and summary.endswith("…")
+    assert len(summary) <= 120 and len(fix) <= 200 and fix.endswith("…")
+    assert secret not in generate_latest(registry).decode()
+
+
+def test_pattern_info_is_capped_and_a_reload_rewrites_not_adds():
+    """At most `pattern_info_limit` patterns get one (the counter counts the rest all the same);
+    a reload that changes a fired record's words replaces its series."""
+    registry = CollectorRegistry()
+    metrics = sink(registry, pattern_info_limit=2)
+    metrics.accept([event("cur-a"), event("gen-a"), event("user-a", severity="critical")])
+    assert sorted(infos(registry)) == ["cur-a", "gen-a"]
+    assert errors(registry)[("user-a", "torch.OutOfMemoryError", "critical")] == 1.0
+    changed = dataclasses.replace(record("cur-a"), documentation="Now documented.")
+    metrics.reload(Catalog((changed,), version="v2"))
+    got = infos(registry)
+    assert sorted(got) == ["cur-a", "gen-a"] and got["cur-a"]["summary"] == "Now documented."
+
+
+def test_pattern_info_of_a_real_failure_names_it_and_its_fix():
+    """The real int8-mamba log through the built-in catalog: the seed's series says what
+    happened, the first fix, and links to its source."""
+    catalog = load_catalog()
+    pipeline = Pipeline(Engine(catalog.records), catalog_version=catalog.version)
+    data = (Path(__file__).resolve().parents[1] / "examples/logs/int8-mamba-radix-cache.log"
+            ).read_bytes()
+    events = pipeline.feed(Chunk(data, "server.log", len(data)), 0.0) + pipeline.finish(0.0)
+    registry = CollectorRegistry()
+    MetricsSink(registry, catalog=catalog, build_version="0.1.0",
+                catalog_version=catalog.version).accept(events)
+    seed = infos(registry)["4e2cdd4d6209ebbd"]
+    assert seed == {
+        "pattern_id": "4e2cdd4d6209ebbd", "error_class": "ValueError", "severity": "error",
+        "summary": "--enable-int8-mamba-checkpoint only works with the built-in Mamba radix "
+                   "cache.",
+        "fix": "Remove --radix-cache-backend from the launch command so the built-in mamba "
+               "radix cache is used",
+        "doc_url": "https://github.com/sgl-project/sglang/blob/0132848349585cfe6aae51c4941cbae8"
+                   "72505f8a/python/sglang/srt/server_args.py#L6800-L6836"}

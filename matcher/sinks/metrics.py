@@ -20,6 +20,18 @@ their class's own name (the last dotted part): the classes the catalog names hav
 the start (at 0, for the same `increase()` reason), the first `unknown_class_limit` other
 classes get one when first seen, and every later class — or anything that is not a class name —
 counts as `other`.
+
+What an alert can say: `sglang_error_pattern_info{pattern_id, error_class, severity, summary,
+fix, doc_url} 1`, one series per pattern that has fired since start (never one per record of the
+catalog), set before its counter moves so that a scrape which sees the failure sees its words.
+The shipped alert joins it (`group_left`) to put what happened and the first fix in the page.
+Its text is the record's, never the log's: `summary` the first sentence of the record's
+documentation (a generated record's: its message, since its documentation describes the source
+site), `fix` its first solution (else its first way out, as `explain` writes it), `doc_url` the
+record's source at the release that wrote the event (else at its newest, else an issue search
+for its message) — https only, never the matcher's own address. Each redacted and cut short
+(`SUMMARY_CHARS`, `FIX_CHARS`, `URL_CHARS`), at most `pattern_info_limit` patterns (the alert
+falls back to its generic words past that).
 """
 
 from __future__ import annotations
@@ -27,12 +39,14 @@ from __future__ import annotations
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from matcher.catalog.schema import SEVERITIES
+from matcher.redact import Redactor
 from matcher.types import UNCLASSIFIED, Batch, Event
 
 OTHER = "other"
@@ -42,6 +56,13 @@ ZERO_LAYERS = ("curated", "user")
 _LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAX_CLASS_CHARS = 120
+# sglang_error_pattern_info: label values short enough to read in a page, and bounded.
+SUMMARY_CHARS = 120
+FIX_CHARS = 200
+URL_CHARS = 300
+ISSUE_SEARCH = "https://github.com/sgl-project/sglang/issues?q="
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z])")
+_LINKED = re.compile(r"\s*\([^()]*\bhttps?://[^()\s]*\)")  # "(the source at …: https://…)"
 
 
 class RecordLike(Protocol):
@@ -118,10 +139,13 @@ class MetricsSink:
         build_version: str,
         catalog_version: str,
         unknown_class_limit: int = 20,
+        pattern_info_limit: int = 200,
         zero_layers: Sequence[str] = ZERO_LAYERS,
         wall: Callable[[], float] = time.time,
+        redactor: Redactor | None = None,
     ) -> None:
-        reserved = ("pattern_id", "error_class", "severity", "layer", "version", "catalog_version")
+        reserved = ("pattern_id", "error_class", "severity", "layer", "version", "catalog_version",
+                    "summary", "fix", "doc_url")
         self._static = check_static_labels(static_labels or {}, reserved)
         names = tuple(self._static)
         self._wall = wall
@@ -156,6 +180,17 @@ class MetricsSink:
             ("version", "catalog_version", *names),
             registry=registry,
         )
+        self._info = Gauge(
+            "sglang_error_pattern_info",
+            "Always 1: what a pattern that fired since start means, for alerts to join: a "
+            "one-line summary, the first fix and a stable link (source or issue search).",
+            ("pattern_id", "error_class", "severity", "summary", "fix", "doc_url", *names),
+            registry=registry,
+        )
+        self._redactor = redactor or Redactor()
+        self._info_limit = pattern_info_limit
+        # pattern id → (its info labels, the link its first event carried)
+        self._fired: dict[str, tuple[tuple[str, ...], str | None]] = {}
         self._build_version = build_version
         self._catalog_version: str | None = None
         self._records: dict[str, RecordLike] = {}
@@ -176,6 +211,7 @@ class MetricsSink:
                 self._errors.labels(pattern_id=OTHER, error_class=OTHER, severity=OTHER,
                                     **self._static).inc(n)
                 continue
+            self._describe(record, e)  # before the count: a scrape seeing one sees both
             labels = self._error_labels(record)
             if e.severity in SEVERITIES:  # a generated record yields to the log's INFO/WARNING
                 labels["severity"] = e.severity  # so the alert on error doesn't fire for it
@@ -196,12 +232,17 @@ class MetricsSink:
     def close(self) -> None:
         pass
 
-    def reload(self, catalog: CatalogLike, *, catalog_version: str | None = None) -> None:
+    def reload(self, catalog: CatalogLike, *, catalog_version: str | None = None,
+               redactor: Redactor | None = None) -> None:
         """Take a new catalog: counters kept, zero series added for its new curated records.
 
         Records that left the catalog keep their series (no expiry) and stay countable, so an
-        event still in flight from the old catalog is counted under its own id.
+        event still in flight from the old catalog is counted under its own id. A fired
+        pattern's info series is written again from its record as now loaded (and with the
+        new `redactor`, if given): still one series per pattern.
         """
+        if redactor is not None:
+            self._redactor = redactor
         version = (catalog_version if catalog_version is not None
                    else str(getattr(catalog, "version", "")))
         for record in catalog.records:
@@ -217,6 +258,9 @@ class MetricsSink:
             counts[record.layer] = counts.get(record.layer, 0) + 1
         for layer, count in counts.items():
             self._patterns.labels(layer=layer, **self._static).set(count)
+        for pid, (_, url) in list(self._fired.items()):  # a fired pattern's words, as now written
+            record = self._records[pid]
+            self._set_info(record, url)
         if version != self._catalog_version:
             if self._catalog_version is not None:
                 self._build.remove(self._build_version, self._catalog_version,
@@ -224,6 +268,23 @@ class MetricsSink:
             self._build.labels(version=self._build_version, catalog_version=version,
                                **self._static).set(1)
             self._catalog_version = version
+
+    def _describe(self, record: RecordLike, e: Event) -> None:
+        if record.id in self._fired or len(self._fired) >= self._info_limit:
+            return
+        url = (e.remediation or {}).get("url")
+        self._set_info(record, url if isinstance(url, str) else None)
+
+    def _set_info(self, record: RecordLike, event_url: str | None) -> None:
+        """One series per fired pattern: a changed record (a reload) replaces it, never adds."""
+        values = (record.id, record.error_class or UNCLASSIFIED, record.severity,
+                  *pattern_words(record, self._redactor, event_url),
+                  *self._static.values())
+        old = self._fired.get(record.id)
+        if old is not None and old[0] != values:
+            self._info.remove(*old[0])
+        self._info.labels(*values).set(1)
+        self._fired[record.id] = (values, event_url)
 
     def _error_labels(self, record: RecordLike) -> dict[str, str]:
         return {"pattern_id": record.id, "error_class": record.error_class or UNCLASSIFIED,
@@ -235,3 +296,74 @@ class MetricsSink:
         if len(error_class) > _MAX_CLASS_CHARS or not _CLASS_NAME.fullmatch(error_class):
             return OTHER
         return self._unknown_classes(error_class.rsplit(".", 1)[-1])
+
+
+# -- sglang_error_pattern_info's words -----------------------------------------------------------
+
+
+def pattern_words(record: Any, redactor: Redactor,
+                  event_url: str | None = None) -> tuple[str, str, str]:
+    """(summary, fix, doc_url) of a record, redacted and short: see the module's docstring.
+    `record` is read by duck typing (a `CatalogRecord`, or anything with some of its fields)."""
+    return (_summary(record, redactor), _fix(record, redactor),
+            doc_url(record, redactor, event_url))
+
+
+def _summary(record: Any, redactor: Redactor) -> str:
+    documentation = _text(getattr(record, "documentation", ""))
+    message = _text(getattr(record, "error_message", None))
+    if getattr(record, "layer", "") == "generated" and message:
+        text = message  # its documentation names the source site, not the failure
+    else:
+        text = _SENTENCE_END.split(documentation, 1)[0] if documentation else message
+    return shorten(redactor.text(text or f"pattern {record.id}"), SUMMARY_CHARS)
+
+
+def _fix(record: Any, redactor: Redactor) -> str:
+    solutions = getattr(record, "how_to_fix", None)
+    if solutions is None:
+        solutions = getattr(record, "solutions", ())
+    for solution in solutions or ():
+        text = _LINKED.sub("", _text(solution))
+        if text:
+            return shorten(redactor.text(text), FIX_CHARS)
+    for way in getattr(record, "fix_actions", ()) or ():
+        steps = [str(a.describe()) for a in way if hasattr(a, "describe")]
+        if steps:
+            return shorten(redactor.text("; ".join(steps)), FIX_CHARS)
+    return ""
+
+
+def doc_url(record: Any, redactor: Redactor, event_url: str | None = None) -> str:
+    """The record's source at the event's release (`event_url`: the link the pipeline put in the
+    event's remediation), else its own link, else a search of sglang's issues for its message
+    — always https, never longer than `URL_CHARS` (a longer link is not cut: it falls back)."""
+    for url in (event_url, getattr(record, "github_url", None)):
+        if isinstance(url, str) and url.startswith("https://") and not any(
+                c.isspace() for c in url):
+            url = redactor.text(url)
+            if len(url) <= URL_CHARS:
+                return url
+    message = _text(getattr(record, "error_message", None))
+    # The longest run of the message's own words (a `{placeholder}` is what the log fills in).
+    literal = max((p.strip(" :,;") for p in re.split(r"\{[^{}]*\}", message)), key=len,
+                  default="") or _text(getattr(record, "error_class", None)) or str(record.id)
+    literal = shorten(redactor.text(literal), 80).rstrip("…")
+    query = urllib.parse.quote_plus(f'is:issue "{literal}"')
+    return (ISSUE_SEARCH + query)[:URL_CHARS]
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut at a word boundary to at most `limit` characters (… marks a cut)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def _text(value: object) -> str:
+    return " ".join(value.split()) if isinstance(value, str) else ""
