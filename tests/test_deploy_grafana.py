@@ -78,9 +78,10 @@ def test_the_dashboard_is_well_formed():
 def test_every_query_runs_on_a_prometheus_that_scraped_a_running_daemon(tmp_path):
     """A daemon with the built-in catalog follows a log; Prometheus scrapes it every second with
     deploy/prometheus's rules loaded; two real sglang logs are appended. Then: the
-    known-failure alert fires for the seed's pattern with its runbook link; every dashboard
-    query and every Grafana alert query is valid PromQL, and each dashboard query returns data
-    (except MAY_BE_EMPTY); Grafana's known-failure query sees the seed's failure."""
+    known-failure alert fires for the seed's pattern with its fix and its source as runbook;
+    every dashboard query and every Grafana alert query is valid PromQL, and each dashboard
+    query returns data (except MAY_BE_EMPTY); Grafana's known-failure query sees the seed's
+    failure."""
     logs = tmp_path / "logs"
     logs.mkdir()
     log = logs / "server.log"
@@ -104,7 +105,10 @@ def test_every_query_runs_on_a_prometheus_that_scraped_a_running_daemon(tmp_path
             rules = json.loads(_get(prom, "/api/v1/rules"))["data"]["groups"]
             [known] = [r for g in rules for r in g["rules"] if r["name"] == "SglangKnownFailure"]
             [active] = [a for a in known["alerts"] if a["labels"]["pattern_id"] == SEED]
-            assert active["annotations"]["runbook_url"] == f"{url}/events?pattern_id={SEED}"
+            assert active["annotations"]["runbook_url"] == active["labels"]["doc_url"]
+            assert active["annotations"]["runbook_url"].startswith(
+                "https://github.com/sgl-project/sglang/blob/")
+            assert active["annotations"]["fix"].startswith("Remove --radix-cache-backend")
             assert all(r["health"] == "ok" for g in rules for r in g["rules"]), rules
 
             queries = {k: substitute(v) for k, v in panel_queries(dashboard()).items()}

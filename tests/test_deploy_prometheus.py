@@ -53,15 +53,44 @@ def test_every_alert_is_tested_firing_and_not_firing():
             assert alert["exp_annotations"]["summary"], c["alertname"]
 
 
+# `(condition) * on (…) group_left (…) (info or on (…) group by (…) (counter))`: the right side
+# is 1 for every series (an info series, or `group`), so the product is the condition's value.
+INFO_JOIN = re.compile(
+    r"^\( ?(?P<cond>.*?) ?\) \* on \((?P<on>[^)]*)\) group_left \((?P<copied>[^)]*)\) "
+    r"\( ?sglang_error_pattern_info or on \((?P=on)\) group by \((?P=on)\) "
+    r"\(sglang_log_errors_total\)\)$")
+
+
 def test_every_alert_is_positive_exactly_when_it_fires():
     """Each `or` branch ends in `> N` (or is `absent(…)`, which is 1): Grafana's copy fires on
-    `last() > 0`, which is only right if a firing series is never 0 or negative."""
+    `last() > 0`, which is only right if a firing series is never 0 or negative. A condition
+    joined with sglang_error_pattern_info is checked as the condition: the join multiplies it by
+    1, and (its `or … group by` half) never drops one of its series."""
+    joined = set()
     for rule in alerts():
         expr = " ".join(str(rule["expr"]).split())
         if expr.startswith("absent("):
             continue
+        join = INFO_JOIN.match(expr)
+        if join is not None:
+            joined.add(rule["alert"])
+            assert join["on"] == "job, instance, pattern_id", rule["alert"]
+            assert join["copied"] == "summary, fix, doc_url", rule["alert"]
+            expr = join["cond"]
+        assert "group_left" not in expr, rule["alert"]
         for branch in re.split(r"\)\s+or\s+\(", expr):
             assert re.search(r">\s*\d+\)*$", branch), (rule["alert"], branch)
+    assert joined == {"SglangKnownFailure"}
+
+
+def test_the_known_failure_alert_says_what_happened_and_the_fix():
+    """Its annotations read the joined summary, fix and doc_url (with words of their own when
+    a pattern has no info series); its runbook is that link, never the matcher's address."""
+    [known] = [r for r in alerts() if r["alert"] == "SglangKnownFailure"]
+    notes = known["annotations"]
+    assert "$labels.summary" in notes["summary"] and "$labels.fix" in notes["fix"]
+    assert notes["runbook_url"].startswith("{{ if $labels.doc_url }}{{ $labels.doc_url }}")
+    assert "instance" not in notes["runbook_url"]
 
 
 def test_the_rendered_copies_are_up_to_date_and_grafana_safe():
