@@ -71,10 +71,11 @@ def served_url(daemon: Any) -> str | None:
 
 
 class Prometheus:
-    """`prometheus` scraping `targets` (HOST:PORT) as job `sglang-matcher`, with `rule_files`."""
+    """`prometheus` scraping `targets` (HOST:PORT) as job `sglang-matcher`, with `rule_files`,
+    sending its alerts to `alertmanagers` (HOST:PORT)."""
 
     def __init__(self, tmp_path: Path, targets: Sequence[str],
-                 rule_files: Sequence[Path] = ()) -> None:
+                 rule_files: Sequence[Path] = (), alertmanagers: Sequence[str] = ()) -> None:
         self.tmp = tmp_path
         self.port = free_port()
         self.api = f"http://127.0.0.1:{self.port}"
@@ -83,6 +84,8 @@ class Prometheus:
         self.config.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
             + (f"rule_files:\n{rules}" if rules else "")
+            + ("alerting:\n  alertmanagers:\n    - static_configs:\n"
+               f"        - targets: {json.dumps(list(alertmanagers))}\n" if alertmanagers else "")
             + f"scrape_configs:\n  - job_name: {JOB}\n    static_configs:\n"
             f"      - targets: {json.dumps(list(targets))}\n")
         self.log = tmp_path / "prometheus.log"

@@ -144,8 +144,8 @@ def test_events_returns_the_most_recent_oldest_first_with_limit_clamped(server):
         400, b'{"error": "limit must be an integer"}')
 
 
-def test_events_of_one_pattern_are_the_runbook_link_of_its_alert(server):
-    """/events?pattern_id=ID (deploy/prometheus's runbook_url): only that pattern's events,
+def test_events_of_one_pattern_are_what_it_did_lately(server):
+    """/events?pattern_id=ID (what an alert's pattern did lately): only that pattern's events,
     the last `limit` of them; an id with no events is an empty list, never an echo."""
     server.events.extend({"event": "sglang_error", "pattern_id": "ab"[i % 2], "n": i}
                          for i in range(4))
