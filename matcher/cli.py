@@ -14,23 +14,24 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from matcher import __version__, cache
+from matcher import __version__, cache, parallel
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.catalog.check import check_examples
 from matcher.catalog.patterns import MIN_CUT_HEAD, cut_head
 from matcher.catalog.schema import CatalogRecord
 from matcher.decode import INPUT_FORMATS
 from matcher.engine import Engine
+from matcher.parallel import Splitter, split_file, usable_cores
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.release import AUTO, catalog_version_setting
 from matcher.report import exit_code, render
 from matcher.sinks.events import event_dict
-from matcher.types import Chunk
+from matcher.types import Chunk, Event
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 READ_SIZE = 1 << 20
@@ -176,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how the log is wrapped: plain text, Kubernetes CRI (/var/log/pods), "
                            "docker json-file, or auto (default: judged from each file's first "
                            "line)")
+    scan.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                      help="worker processes: files, and parts of a large file, are read in "
+                           "parallel with the same output as one (default: the usable cores)")
     _catalog_args(scan)
 
     watch = sub.add_parser("watch", help="the daemon: tail logs, emit events as they happen")
@@ -306,6 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
     sargs.add_argument("--jobs", type=_positive_int, metavar="N", help="releases read at once "
                                                              "(default: the CPU count)")
     sargs.add_argument("-o", "--output", type=Path, metavar="OUT.json.gz", required=True)
+    pre = csub.add_parser(
+        "precompile", help="compile the built-in catalog into the artifact a start loads as it "
+                           "is (matcher/_precompiled; part of the catalog build)")
+    pre.add_argument("-o", "--output", type=Path, metavar="DIR",
+                     help="where to write it (default: the package's matcher/_precompiled)")
+    pre.add_argument("--patterns", type=Path, metavar="DIR",
+                     help="the built-in catalog's directory (default: the package's)")
     export = csub.add_parser(
         "export", help="the catalog's patterns for grep -E -f (POSIX ERE) or as an mtail program")
     export.add_argument("--dialect", choices=("grep", "mtail"), required=True)
@@ -325,7 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "scan":
             return cmd_scan(args.inputs, args.format, _load(args), sys.stdout,
                             input_format=args.input_format,
-                            sglang_version=args.sglang_version or AUTO)
+                            sglang_version=args.sglang_version or AUTO,
+                            jobs=args.jobs or usable_cores())
         if args.command == "watch":
             return cmd_watch(args)
         if args.command == "explain":
@@ -344,6 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_server_args(args, sys.stdout)
         if args.command == "catalog" and args.catalog_command == "export":
             return cmd_export(args.dialect, args.paths, args.output, sys.stdout)
+        if args.command == "catalog" and args.catalog_command == "precompile":
+            return cmd_precompile(args.output, args.patterns, sys.stdout)
     except UsageError as e:
         print(f"sglang-matcher: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -353,6 +367,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     return EXIT_USAGE
+
+
+def cmd_precompile(output: Path | None, patterns: Path | None, out: TextIO) -> int:
+    """`catalog precompile`: the built-in catalog compiled once, loaded as it is by every start
+    that fits it (`matcher.precompiled`)."""
+    import time
+
+    from matcher import precompiled
+    from matcher.catalog import builtin_patterns_dir
+
+    start = time.perf_counter()
+    dest = output or precompiled.default_dir()
+    base = patterns or builtin_patterns_dir()
+    catalog = load_catalog(builtin_dir=base, precompiled=False)
+    if catalog.issues:
+        raise CatalogError(list(catalog.issues))
+    manifest = precompiled.build(dest, base, catalog.records, catalog.version)
+    size = sum(f.stat().st_size for f in dest.iterdir() if f.is_file())
+    out.write(f"wrote {dest}: {manifest['records']} records ({manifest['matched']} compiled), "
+              f"{size / 1e6:.1f} MB, catalog {manifest['version']}, in "
+              f"{time.perf_counter() - start:.0f} s\n")
+    return EXIT_OK
 
 
 def watch_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -446,9 +482,9 @@ def _load(args: argparse.Namespace) -> Catalog:
 
 def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
              input_format: str = "auto", err: TextIO | None = None,
-             sglang_version: str = AUTO) -> int:
+             sglang_version: str = AUTO, jobs: int = 1) -> int:
     dicts, lines = scan_events(inputs, catalog, input_format=input_format, err=err,
-                               sglang_version=sglang_version)
+                               sglang_version=sglang_version, jobs=jobs)
     if fmt == "json":
         for d in dicts:
             out.write(json.dumps(d, ensure_ascii=False) + "\n")
@@ -459,39 +495,59 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
 
 def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = "auto",
                 err: TextIO | None = None, sglang_version: str = AUTO,
-                engine: Engine | None = None) -> tuple[list[dict[str, Any]], int]:
+                engine: Engine | None = None, jobs: int = 1, read_size: int = READ_SIZE,
+                split: Splitter | None = None) -> tuple[list[dict[str, Any]], int]:
     """The events of saved logs, redacted, in log order; and the number of lines read.
-    `engine`: one already built over `catalog.records` (a caller scanning many logs)."""
+    `engine`: one already built over `catalog.records` (a caller scanning many logs).
+    `jobs` > 1: read by that many worker processes, with the same result (`matcher.parallel`;
+    `split` chooses where a file is cut, for tests)."""
     engine = engine if engine is not None else Engine(catalog.records)
     pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
                         sglang_version=sglang_version)
-    redactor = Redactor()
-    events = []
-    for name in inputs:
+    order = _event_order(inputs)
+    named = [(name, "<stdin>" if name == "-" else name) for name in inputs]
+
+    def read(name: str, source: str) -> list[Event]:
+        return _read(pipeline, name, source, read_size)
+
+    if jobs > 1 and parallel.available():
         try:
-            stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+            dicts = parallel.scan(pipeline, named, jobs=jobs, read_size=read_size,
+                                  read_alone=read, order=order, split=split or split_file)
         except OSError as e:
-            raise UsageError(f"cannot read {name}: {e.strerror}") from e
-        source = "<stdin>" if name == "-" else name
-        offset = 0
-        with stream if name != "-" else contextlib.nullcontext(stream):
-            try:
-                while data := stream.read(READ_SIZE):
-                    offset += len(data)
-                    events.extend(pipeline.feed(Chunk(data, source, offset)))
-            except OSError as e:
-                raise UsageError(f"cannot read {name}: {e.strerror}") from e
-        events.extend(pipeline.end_of_source(source))
-    events.extend(pipeline.finish())
+            raise UsageError(f"cannot read {e.filename}: {e.strerror}") from e
+    else:
+        events = [e for name, source in named for e in read(name, source)]
+        events.extend(pipeline.finish())
+        redactor = Redactor()
+        dicts = [event_dict(e, redactor) for e in sorted(events, key=order)]
     for source, bad in pipeline.stats.by_source_malformed.items():
         fmt_name = pipeline.stats.by_source_format.get(source, input_format)
         print(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} format, "
               "read as plain text", file=err or sys.stderr)
-    dicts = [event_dict(e, redactor) for e in sorted(events, key=_event_order(inputs))]
     return dicts, pipeline.stats.lines
 
 
-def _event_order(inputs: Sequence[str]) -> Any:
+def _read(pipeline: Pipeline, name: str, source: str, read_size: int) -> list[Event]:
+    """One input read to its end through `pipeline` (stdin for "-")."""
+    try:
+        stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+    except OSError as e:
+        raise UsageError(f"cannot read {name}: {e.strerror}") from e
+    events = []
+    offset = 0
+    with stream if name != "-" else contextlib.nullcontext(stream):
+        try:
+            while data := stream.read(read_size):
+                offset += len(data)
+                events.extend(pipeline.feed(Chunk(data, source, offset)))
+        except OSError as e:
+            raise UsageError(f"cannot read {name}: {e.strerror}") from e
+    events.extend(pipeline.end_of_source(source))
+    return events
+
+
+def _event_order(inputs: Sequence[str]) -> Callable[[Event], tuple[int, int]]:
     order = {("<stdin>" if n == "-" else n): i for i, n in enumerate(inputs)}
     return lambda e: (order.get(e.source, 0), e.offset)
 

@@ -29,7 +29,7 @@ import os
 import re
 import struct
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,8 +118,10 @@ class EngineStats:
     cut_quarantined: set[str] = field(default_factory=set)
     quarantined: set[str] = field(default_factory=set)
     # "off" (small catalog or no cache), "hit", "miss" (built and stored), "rebuilt" (the
-    # entry was corrupt), "unwritable" (built, could not be stored)
+    # entry was corrupt), "unwritable" (built, could not be stored), "precompiled" (the
+    # shipped built-in catalog; "precompiled+miss" etc.: and a user's layer)
     cache: str = "off"
+    note: str = ""  # why the precompiled catalog was not used, when it could have been
 
 
 def targets_of(record: Record) -> list[Target]:
@@ -148,7 +150,10 @@ class Engine:
         quarantine_after: int = 3,
         use_hyperscan: bool = True,
         cache: EngineCache | object | None = AUTO_CACHE,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
+        """`progress(done, total)`: called while patterns are compiled (the daemon's log line
+        and `/readyz` say how far a compile is)."""
         self.timeout = timeout
         self.quarantine_after = quarantine_after
         # Records that name their frame (`raisedIn`) are not searched for in messages: they are
@@ -171,53 +176,83 @@ class Engine:
         self._timeouts_by_id: dict[str, int] = {}
         self._cut_timeouts_by_id: dict[str, int] = {}
         self._cut_patterns: dict[str, regex.Pattern[str]] = {}
-        self._always: tuple[int, ...] = ()
-        self._hs_db: Any = None
-        # The literals of `_literal_table` in one Hyperscan database: non-ASCII targets.
-        self._literal_db: Any = None
-        # Each pattern's head (`cut_head`; None: a cut line cannot match it), and the heads in
-        # one Hyperscan database.
+        # The compiled parts: the precompiled built-in catalog as shipped (`matcher.precompiled`)
+        # and the rest (a user's layer, or everything when nothing shipped fits), each with its
+        # own databases; a pattern's index is global (`_Part.offset` + its index in the part).
+        self._parts: list[_Part] = []
+        self._always: tuple[int, ...] = ()  # patterns the Hyperscan databases cannot take
+        self._literal_always: frozenset[int] = frozenset()
+        # Each pattern's head (`cut_head`; None: a cut line cannot match it).
         self._heads: tuple[str | None, ...] = ()
-        self._head_db: Any = None
+        # Shipped patterns a later layer replaced (`merge_layers`): never candidates.
+        self._masked: frozenset[int] = frozenset()
+        self.patterns: tuple[CompiledPattern, ...] = ()
         # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
         self.chunk_prefilter: ChunkPrefilter | None = None
-        use_hs = use_hyperscan and _hs is not None and bool(records)
-        if cache is AUTO_CACHE:
-            cache = EngineCache.default() if len(records) >= CACHE_MIN_PATTERNS else None
-        assert cache is None or isinstance(cache, EngineCache)
-        key = compile_key(records, use_hs) if cache is not None else ""
-        loaded = cache.load(key, records) if cache is not None else None
-        if loaded is not None:
-            (self.patterns, literal_always, self._always, self._hs_db,
-             self.chunk_prefilter, self._literal_db, heads, self._head_db) = loaded
-            self._heads = tuple(heads)
-            self._literal_always = frozenset(literal_always)
-            self.stats.cache = "hit"
-            return
-        self.patterns = tuple(_compile(r) for r in records)
-        # Patterns the literal prefilter cannot vouch for: always confirmed with `regex`.
-        self._literal_always = frozenset(
-            i for i, p in enumerate(self.patterns)
-            if p.literal is None or p.compiled.flags & regex.IGNORECASE
-        )
-        self._heads = tuple(None if _INLINE_CASELESS.search(p.record.message_pattern)
-                            else cut_head(p.record.message_pattern) for p in self.patterns)
-        if use_hs and self.patterns:
-            self._hs_db, self._always = _build_hyperscan(self.patterns)
-            self.chunk_prefilter = _build_chunk_prefilter(self.patterns, heads=self._heads)
-            self._literal_db = _build_literal_db(self._literal_table)
-            self._head_db = _build_literal_db(self._head_table)
-        if cache is not None:
-            stored = cache.store(key, self.patterns, self._literal_always, self._always,
-                                 self._hs_db, self.chunk_prefilter, self._literal_db,
-                                 self._heads, self._head_db)
-            self.stats.cache = ("rebuilt" if cache.last_corrupt else "miss") if stored \
-                else "unwritable"
+        self._use_hs = use_hs = use_hyperscan and _hs is not None and bool(records)
+        rest = list(records)
+        chunks: list[ChunkPrefilter | None] = []
+        if use_hs:
+            shipped = _shipped_part(rest)
+            if shipped is not None:
+                store, kept = shipped
+                try:
+                    form = store.engine_form()
+                except Exception as e:  # noqa: BLE001 - any problem: compile instead
+                    self.stats.note = f"precompiled engine unusable ({e}): compiled instead"
+                else:
+                    stored = store.matched_records
+                    base = self._add_part(stored, form)
+                    chunks.append(form.chunk)
+                    self._masked = frozenset(base + i for i, r in enumerate(stored)
+                                             if id(r) not in kept)
+                    rest = [r for r in rest if id(r) not in kept]
+                    self.stats.cache = "precompiled"
+        if rest or not self._parts:
+            if cache is AUTO_CACHE:
+                cache = EngineCache.default() if len(rest) >= CACHE_MIN_PATTERNS else None
+            assert cache is None or isinstance(cache, EngineCache)
+            key = compile_key(rest, use_hs) if cache is not None else ""
+            loaded = cache.load(key, rest) if cache is not None else None
+            status = "hit"
+            if loaded is None:
+                loaded = compile_form(rest, use_hs, progress=progress)
+                status = "off"
+                if cache is not None:
+                    stored_ok = cache.store(key, loaded)
+                    status = ("rebuilt" if cache.last_corrupt else "miss") if stored_ok \
+                        else "unwritable"
+            if self.stats.cache == "off" or status != "off":
+                self.stats.cache = status if self.stats.cache == "off" \
+                    else f"{self.stats.cache}+{status}"
+            self._add_part(rest, loaded)
+            chunks.append(loaded.chunk)
+        if use_hs and chunks and all(c is not None for c in chunks):
+            self.chunk_prefilter = ChunkPrefilter.union([c for c in chunks if c is not None])
+
+    def _add_part(self, records: Sequence[CatalogRecord], form: CompiledForm) -> int:
+        """Take a compiled part for `records`; its offset among the engine's patterns."""
+        base = len(self.patterns)
+        self.patterns = (*self.patterns, *(
+            CompiledPattern(r, None, {i + 1: n for i, n in enumerate(names)}, literal)
+            for r, literal, names in zip(records, form.literal, form.names, strict=True)))
+        self._always = (*self._always, *(base + i for i in form.always))
+        self._literal_always = self._literal_always | {base + i for i in form.literal_always}
+        self._heads = (*self._heads, *form.heads)
+        literal_table = _literal_table(
+            (base + i, p.literal) for i, p in enumerate(self.patterns[base:])
+            if p.literal is not None and base + i not in self._literal_always)
+        head_table = _literal_table((base + i, head) for i, head in enumerate(form.heads)
+                                    if head)
+        self._parts.append(_Part(base, form.hs_db, form.literal_db, literal_table,
+                                 form.head_db, head_table))
+        return base
 
     @property
     def records(self) -> tuple[CatalogRecord, ...]:
         """Every record of the catalog, the framed ones included."""
-        return (*(p.record for p in self.patterns), *self.framed)
+        return (*(p.record for i, p in enumerate(self.patterns) if i not in self._masked),
+                *self.framed)
 
     @functools.cached_property
     def docker_prefilter(self) -> ChunkPrefilter | None:
@@ -233,7 +268,7 @@ class Engine:
 
     @property
     def prefilter(self) -> str:
-        return "hyperscan" if self._hs_db is not None else "literal"
+        return "hyperscan" if any(p.hs_db is not None for p in self._parts) else "literal"
 
     def match(self, record: Record) -> Match | None:
         """The most specific match for a record, or None."""
@@ -255,7 +290,7 @@ class Engine:
                 key = pattern.sort_key(target.on_header)
                 if i not in best or key < best[i][0]:
                     best[i] = (key, _match(pattern, captures, record, target, cut=False))
-        if self._head_table:
+        if any(part.head_table for part in self._parts):
             self._match_cut(record, targets, best)
         if self.framed and record.exceptions:
             self._match_framed(record, best)
@@ -306,8 +341,10 @@ class Engine:
         to match. Captures the cut may have shortened are left out, never given wrong."""
         for target in targets:
             data = target.message.encode("utf-8", "surrogatepass")
-            for i in _scan_literals(self._head_db, self._head_table, data):
-                if i in best:
+            found = [i for part in self._parts
+                     for i in _scan_literals(part.head_db, part.head_table, data)]
+            for i in found:
+                if i in best or i in self._masked:
                     continue
                 pattern = self.patterns[i]
                 if not classes_agree(pattern.record.error_class, target.error_class):
@@ -342,34 +379,27 @@ class Engine:
             self._cut_patterns[pattern.record.id] = compiled
         return compiled
 
-    @functools.cached_property
-    def _head_table(self) -> tuple[tuple[int, bytes], ...]:
-        """(index, UTF-8 head) of the patterns a cut text can match."""
-        return _literal_table((i, head) for i, head in enumerate(self._heads) if head)
-
     def _candidates(self, text: str) -> Iterable[int]:
-        if self._hs_db is not None and text.isascii():
+        if text.isascii() and self._parts and all(p.hs_db is not None for p in self._parts):
             hits: set[int] = set(self._always)
+            for part in self._parts:
+                base = part.offset
 
-            def on_match(pid: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
-                hits.add(pid)
+                def on_match(pid: int, _from: int, _to: int, _flags: int, _ctx: object,
+                             base: int = base) -> None:
+                    hits.add(base + pid)
 
-            self._hs_db.scan(text.encode("ascii"), match_event_handler=on_match)
-            return sorted(hits)
+                part.hs_db.scan(text.encode("ascii"), match_event_handler=on_match)
+            return sorted(hits - self._masked) if self._masked else sorted(hits)
         # Non-ASCII text (rare in sglang's messages) takes the literal prefilter: the database
         # is compiled without Unicode classes, which costs 15× less to build.
         # Its literals are matched as UTF-8 bytes (exact for any text: UTF-8 is
         # self-synchronizing), in one Hyperscan scan: a Python loop over 21,000 literals took
         # 5–10 ms a target, and sglang logs users' non-ASCII prompts on `Receive:` lines.
         data = text.encode("utf-8", "surrogatepass")
-        found = _scan_literals(self._literal_db, self._literal_table, data)
-        return sorted(self._literal_always.union(found))
-
-    @functools.cached_property
-    def _literal_table(self) -> tuple[tuple[int, bytes], ...]:
-        """(index, UTF-8 literal) of the patterns the literal prefilter vouches for."""
-        return _literal_table((i, p.literal) for i, p in enumerate(self.patterns)
-                              if p.literal is not None and i not in self._literal_always)
+        found = self._literal_always.union(
+            *(_scan_literals(part.literal_db, part.literal_table, data) for part in self._parts))
+        return sorted(found - self._masked)
 
     def _confirm(self, pattern: CompiledPattern, text: str, *, cut: str = ""
                  ) -> dict[str, str] | None:
@@ -568,90 +598,31 @@ class EngineCache:
     def path(self, key: str) -> Path:
         return self.directory / f"engine-{key}.bin"
 
-    def load(
-        self, key: str, records: Sequence[CatalogRecord]
-    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object,
-               ChunkPrefilter | None, object, list[str | None], object] | None:
+    def has(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def load(self, key: str, records: Sequence[CatalogRecord]) -> CompiledForm | None:
         """The cached compiled form, or None when absent, unreadable, corrupt or not this key's."""
         self.last_corrupt = False
-        try:
-            data = self.path(key).read_bytes()
-        except OSError:
+        path = self.path(key)
+        if not path.is_file():
             return None
         try:
-            return self._decode(data, key, records)
+            return decode_form(path, key, len(records))
+        except OSError:
+            return None
         except Exception:  # noqa: BLE001 - any damage means: rebuild
             self.last_corrupt = True
             return None
 
-    def _decode(
-        self, data: bytes, key: str, records: Sequence[CatalogRecord]
-    ) -> tuple[tuple[CompiledPattern, ...], list[int], tuple[int, ...], object,
-               ChunkPrefilter | None, object, list[str | None], object]:
-        if not data.startswith(_MAGIC):
-            raise ValueError("not an engine cache file")
-        (head_len,) = struct.unpack_from("<Q", data, len(_MAGIC))
-        start = len(_MAGIC) + 8
-        head = json.loads(data[start:start + head_len])
-        blob = data[start + head_len:]
-        if head["format"] != CACHE_FORMAT or head["key"] != key or head["n"] != len(records):
-            raise ValueError("another catalog's entry")
-        if hashlib.sha256(blob).hexdigest() != head["blob_sha256"]:
-            raise ValueError("damaged")
-        patterns = tuple(
-            CompiledPattern(r, None, {i + 1: n for i, n in enumerate(names)}, literal)
-            for r, literal, names in zip(records, head["literal"], head["names"], strict=True)
-        )
-        db = None
-        chunk = None
-        split, literal_at, head_at = head["chunk_at"], head["literal_at"], head["head_at"]
-        literal_db = head_db = None
-        if head["hyperscan"]:
-            db = _load_db(blob[:split])
-        if split < literal_at:
-            chunk = ChunkPrefilter.loadb(blob[split:literal_at])
-        if literal_at < head_at:
-            literal_db = _load_db(blob[literal_at:head_at])
-        if head_at < len(blob):
-            head_db = _load_db(blob[head_at:])
-        return (patterns, list(head["literal_always"]), tuple(head["always"]), db, chunk,
-                literal_db, list(head["heads"]), head_db)
-
-    def store(self, key: str, patterns: Sequence[CompiledPattern], literal_always: Iterable[int],
-              always: Sequence[int], hs_db: object, chunk: ChunkPrefilter | None = None,
-              literal_db: object = None, heads: Sequence[str | None] = (),
-              head_db: object = None) -> bool:
-        blob = _hs.dumpb(hs_db) if hs_db is not None and _hs is not None else b""
-        chunk_at = len(blob)
-        if chunk is not None:
-            blob += chunk.dumpb()
-        literal_at = len(blob)
-        if literal_db is not None and _hs is not None:
-            blob += _hs.dumpb(literal_db)
-        head_at = len(blob)
-        if head_db is not None and _hs is not None:
-            blob += _hs.dumpb(head_db)
-        head = json.dumps({
-            "format": CACHE_FORMAT,
-            "key": key,
-            "n": len(patterns),
-            "literal": [p.literal for p in patterns],
-            "names": [[p.capture_names[i] for i in sorted(p.capture_names)] for p in patterns],
-            "literal_always": sorted(literal_always),
-            "always": list(always),
-            "hyperscan": hs_db is not None,
-            "chunk_at": chunk_at,
-            "literal_at": literal_at,
-            "head_at": head_at,
-            "heads": list(heads) or [None] * len(patterns),
-            "blob_sha256": hashlib.sha256(blob).hexdigest(),
-        }, separators=(",", ":")).encode()
+    def store(self, key: str, form: CompiledForm) -> bool:
+        data = encode_form(key, form)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".engine-", dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(_MAGIC + struct.pack("<Q", len(head)) + head + blob)
+                    f.write(data)
                 os.replace(tmp, self.path(key))
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -670,3 +641,143 @@ class EngineCache:
                 old.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+@dataclass(slots=True)
+class _Part:
+    """One compiled part of an engine, at `offset` among its patterns."""
+
+    offset: int
+    hs_db: Any
+    literal_db: Any
+    literal_table: tuple[tuple[int, bytes], ...]
+    head_db: Any
+    head_table: tuple[tuple[int, bytes], ...]
+
+
+@dataclass(slots=True)
+class CompiledForm:
+    """What compiling records yields, indexed by their position: what the cache and the
+    precompiled catalog keep. `regex` objects are not part of it (compiled on first use)."""
+
+    literal: list[str | None]
+    names: list[list[str]]
+    literal_always: list[int]
+    always: list[int]
+    heads: list[str | None]
+    hs_db: Any = None
+    chunk: ChunkPrefilter | None = None
+    literal_db: Any = None
+    head_db: Any = None
+
+
+def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
+                 progress: Callable[[int, int], None] | None = None) -> CompiledForm:
+    """Compile `records` (none framed): the slow part of a cold start."""
+    total = len(records)
+    patterns = []
+    for n, r in enumerate(records):
+        patterns.append(_compile(r))
+        if progress is not None and n % 500 == 0:
+            progress(n, total)
+    literal_always = [i for i, p in enumerate(patterns)
+                      if p.literal is None or p.compiled.flags & regex.IGNORECASE]
+    heads = [None if _INLINE_CASELESS.search(p.record.message_pattern)
+             else cut_head(p.record.message_pattern) for p in patterns]
+    form = CompiledForm([p.literal for p in patterns],
+                        [[p.capture_names[i] for i in sorted(p.capture_names)] for p in patterns],
+                        literal_always, [], heads)
+    if use_hyperscan and _hs is not None and patterns:
+        form.hs_db, always = _build_hyperscan(patterns)
+        form.always = list(always)
+        form.chunk = _build_chunk_prefilter(patterns, heads=heads)
+        skip = set(literal_always)
+        form.literal_db = _build_literal_db(_literal_table(
+            (i, p.literal) for i, p in enumerate(patterns) if p.literal is not None
+            and i not in skip))
+        form.head_db = _build_literal_db(_literal_table((i, h) for i, h in enumerate(heads) if h))
+    if progress is not None:
+        progress(total, total)
+    return form
+
+
+def encode_form(key: str, form: CompiledForm) -> bytes:
+    """The cache file's bytes: a header line, a JSON head, the databases."""
+    dump = _hs.dumpb if _hs is not None else None
+    blob = dump(form.hs_db) if form.hs_db is not None and dump is not None else b""
+    chunk_at = len(blob)
+    if form.chunk is not None:
+        blob += form.chunk.dumpb()
+    literal_at = len(blob)
+    if form.literal_db is not None and dump is not None:
+        blob += dump(form.literal_db)
+    head_at = len(blob)
+    if form.head_db is not None and dump is not None:
+        blob += dump(form.head_db)
+    head = json.dumps({
+        "format": CACHE_FORMAT,
+        "key": key,
+        "n": len(form.literal),
+        "literal": form.literal,
+        "names": form.names,
+        "literal_always": sorted(form.literal_always),
+        "always": list(form.always),
+        "hyperscan": form.hs_db is not None,
+        "chunk_at": chunk_at,
+        "literal_at": literal_at,
+        "head_at": head_at,
+        "heads": form.heads,
+        "blob_sha256": hashlib.sha256(blob).hexdigest(),
+    }, separators=(",", ":")).encode()
+    return _MAGIC + struct.pack("<Q", len(head)) + head + blob
+
+
+def decode_form(path: Path, key: str | None, n: int) -> CompiledForm:
+    """`encode_form`'s bytes back from a file (`key` None: any key); ValueError (or worse)
+    when damaged. Read a section at a time, and checked before any is loaded: the file is
+    20 MB with the full catalog, and holding it whole beside the databases made from it set
+    the start's peak memory."""
+    with path.open("rb") as f:
+        magic = f.read(len(_MAGIC) + 8)
+        if not magic.startswith(_MAGIC) or len(magic) < len(_MAGIC) + 8:
+            raise ValueError("not an engine cache file")
+        (head_len,) = struct.unpack_from("<Q", magic, len(_MAGIC))
+        head = json.loads(f.read(head_len))
+        if head["format"] != CACHE_FORMAT or (key is not None and head["key"] != key) \
+                or head["n"] != n:
+            raise ValueError("another catalog's entry")
+        at = f.tell()
+        digest = hashlib.sha256()
+        for piece in iter(lambda: f.read(1 << 20), b""):
+            digest.update(piece)
+        if digest.hexdigest() != head["blob_sha256"]:
+            raise ValueError("damaged")
+        end = f.tell()
+
+        def section(lo: int, hi: int) -> bytes:
+            f.seek(at + lo)
+            data = f.read(hi - lo)
+            if len(data) != hi - lo:
+                raise ValueError("truncated")
+            return data
+
+        split, literal_at, head_at = head["chunk_at"], head["literal_at"], head["head_at"]
+        form = CompiledForm(head["literal"], head["names"], head["literal_always"],
+                            head["always"], head["heads"])
+        if head["hyperscan"]:
+            form.hs_db = _load_db(section(0, split))
+        if split < literal_at:
+            form.chunk = ChunkPrefilter.loadb(section(split, literal_at))
+        if literal_at < head_at:
+            form.literal_db = _load_db(section(literal_at, head_at))
+        if at + head_at < end:
+            form.head_db = _load_db(section(head_at, end - at))
+    return form
+
+
+def _shipped_part(records: Sequence[CatalogRecord]) -> tuple[Any, set[int]] | None:
+    """The precompiled store the records come from (`matcher.precompiled`), and which of its
+    records are here (by identity); None when none come from one."""
+    from matcher.precompiled import store_of
+
+    return store_of(records)

@@ -48,8 +48,17 @@ def _escape(literal: bytes) -> bytes:
 class ChunkPrefilter:
     """A compiled set of line signs; `hits(data)` gives where they end in a chunk."""
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, *more: Any) -> None:
         self._db = db
+        self._more = more  # further parts' databases (`union`)
+
+    @classmethod
+    def union(cls, parts: Sequence[ChunkPrefilter]) -> ChunkPrefilter:
+        """One prefilter whose hits are every part's: an engine of several compiled parts
+        (the shipped catalog and a user's layer)."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls(*(db for p in parts for db in (p._db, *p._more)))
 
     @classmethod
     def build(cls, covers: Sequence[tuple[tuple[str, ...], bool] | None],
@@ -93,11 +102,13 @@ class ChunkPrefilter:
             add(to)
 
         self._db.scan(data, match_event_handler=on_match)
+        for db in self._more:
+            db.scan(data, match_event_handler=on_match)
         found.sort()
         return found
 
     def dumpb(self) -> bytes:
-        assert _hs is not None
+        assert _hs is not None and not self._more
         return bytes(_hs.dumpb(self._db))
 
     @classmethod

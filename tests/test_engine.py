@@ -137,9 +137,11 @@ def test_the_literal_database_finds_what_the_literal_loop_finds():
     from matcher.catalog import load_catalog
     catalog = load_catalog()
     db = Engine(catalog.records)
-    assert db._literal_db is not None
+    assert all(part.literal_db is not None for part in db._parts)
     loop = copy.copy(db)
-    loop._literal_db = None
+    loop._parts = [copy.copy(part) for part in db._parts]
+    for part in loop._parts:
+        part.literal_db = None
     texts = [r.error_message for r in catalog.records
              if r.error_message and not r.error_message.isascii()][:150]
     texts += ["こんにちは — " + x for r in catalog.records for x in r.examples_match][:150]

@@ -46,6 +46,9 @@ class Catalog:
     issues: tuple[CatalogIssue, ...]
     version: str  # content hash of the merged records: changes whenever matching can change
     files: tuple[str, ...]
+    # The precompiled built-in catalog (`matcher.precompiled`): "used", or why not ("" when
+    # the built-in catalog was not asked for every release).
+    precompiled: str = ""
 
     def by_id(self, record_id: str) -> CatalogRecord | None:
         for r in self.records:
@@ -109,6 +112,8 @@ def load_catalog(
     builtin_dir: Path | None = None,
     sglang_version: str = versions.ALL,
     installed_cache_dir: Path | None = None,
+    precompiled_dir: Path | None = None,
+    precompiled: bool = True,
 ) -> Catalog:
     """Load the built-in layers and the user's paths; issues are returned, not raised.
 
@@ -116,11 +121,22 @@ def load_catalog(
     (only the records whose `sglangVersions` ranges hold it), or "installed" (extracted from
     the sglang in this environment, cached in `installed_cache_dir`, else in the application's
     cache directory (`matcher.cache`), else the temporary directory); see `versions`.
+
+    The built-in catalog of every release comes precompiled (`matcher.precompiled`, from
+    `precompiled_dir` or the package's) when the artifact fits its files and this code.
     """
     results: list[LoadResult] = []
     base = builtin_dir or builtin_patterns_dir()
     layers: list[tuple[Layer, list[Path]]] = []
-    if builtin and generated:
+    store = None
+    note = ""
+    if precompiled and builtin and generated and sglang_version == versions.ALL:
+        from matcher.precompiled import load
+
+        store, note = load(base, precompiled_dir)
+        if store is not None:
+            results.append(LoadResult(store.records, (), store.files))
+    if store is None and builtin and generated:
         try:
             if sglang_version == versions.INSTALLED:
                 # A catalog tool (it runs the extractor): imported only when asked for.
@@ -135,7 +151,7 @@ def load_catalog(
                     layers.append(("generated", found))
         except (versions.VersionError, OSError) as e:
             results.append(LoadResult((), (CatalogIssue("sglang_version", str(e)),), ()))
-    if builtin:
+    if builtin and store is None:
         layers.append(("curated", [base / "sglang" / "curated"]))
     if user_paths:
         layers.append(("user", list(user_paths)))
@@ -164,12 +180,18 @@ def load_catalog(
     if facts is not None and len(checked) >= _CACHE_MIN_RECORDS \
             and any(p not in known for p in checked):
         facts.store(checked)
-    records = merge_layers(loaded)
+    records: tuple[CatalogRecord, ...]
+    if store is not None and len(loaded) == len(store.records):  # merged when it was built
+        records, version = store.records, store.version
+    else:
+        records = merge_layers(loaded)
+        version = _version(records)
     return Catalog(
         records=records,
         issues=tuple(i for res in results for i in res.issues),
-        version=_version(records),
+        version=version,
         files=tuple(f for res in results for f in res.files),
+        precompiled=note,
     )
 
 

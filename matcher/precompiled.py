@@ -1,0 +1,272 @@
+"""The built-in catalog, precompiled: what a warm start reads, shipped so that the first start
+is one too.
+
+Loading the built-in catalog from its sources means parsing 70 MB of records, checking 30,000
+patterns and compiling the Hyperscan databases: ~40 s of CPU and ~400 MB at peak on a host
+with an empty cache. `sglang-matcher catalog precompile` does that once, when the catalog is
+built (the wheel's build hook, `hatch_build.py`, and the container image's build run it), and
+writes into `matcher/_precompiled/`:
+
+- `engine.bin`: the compiled engine of the merged built-in records (`engine.encode_form`: the
+  Hyperscan databases as `hyperscan.dumpb` wrote them, each pattern's prefilter literal,
+  capture names and head);
+- `records.pickle`: per record the fields matching reads (id, pattern, class, severity, role,
+  frame, releases …) — the parsed, checked catalog in a compact form;
+- `records.data`: the rest of each record (documentation, solutions, links, locations …),
+  one pickled piece per record, read when something first asks for it (`StoredRecord`): an
+  event's remediation, `explain`. 30,000 records' text is most of their memory;
+- `manifest.json`: the key it was built for.
+
+The key is a hash of the catalog's source files, of the code that parses, checks and compiles
+them, of the Hyperscan version and of the machine's architecture. `load` recomputes it (hashing
+70 MB takes 50 ms) and uses the artifact only when it agrees; otherwise — or when loading fails
+(a database built for another CPU: `hyperscan.loadb` refuses it) — the catalog is loaded and
+compiled from its sources as before, and `Catalog.precompiled` / `EngineStats.note` say why
+(the daemon logs it). python-hyperscan compiles for the host it runs on (it passes no platform
+to `hs_compile_multi`), and its wheels are built without Hyperscan's fat runtime, so their
+databases use no AVX2/AVX-512 (`Database.info()` lists no features): the artifact built on one
+x86-64 (or aarch64) host loads on every other of its family, and `loadb` checks that it does.
+
+A user's catalog on top is not part of the artifact: the engine compiles only the user's
+records, as a second part, and hides the built-in records they replace (`merge_layers`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import platform
+import threading
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from matcher.catalog.load import catalog_files, code_fingerprint
+from matcher.catalog.schema import _FIELDS, CatalogRecord, Layer
+from matcher.engine import CompiledForm, compile_form, decode_form, encode_form
+
+FORMAT = 1
+ENV_DISABLE = "SGLANG_MATCHER_NO_PRECOMPILED"  # set (non-empty): load from the sources
+
+# What matching, aggregating and counting read of every record: kept in memory. The rest is
+# read from `records.data` on first use.
+RESIDENT = ("id", "message_pattern", "layer", "origin", "index", "error_message", "error_class",
+            "severity", "role", "literal_length", "raised_in", "consequence_of",
+            "sglang_versions")
+LAZY = tuple(f for f in _FIELDS if f not in RESIDENT)
+_LAZY = frozenset(LAZY)
+_CODE = ("matcher.precompiled", "matcher.engine", "matcher.prefilter", "matcher.framing",
+         "matcher.catalog", "matcher.catalog.load", "matcher.catalog.schema",
+         "matcher.catalog.patterns", "matcher.catalog.wording", "matcher.catalog.versions")
+
+
+def default_dir() -> Path:
+    """`matcher/_precompiled`: in the installed package, or in a checkout."""
+    return Path(__file__).resolve().parent / "_precompiled"
+
+
+class StoredRecord(CatalogRecord):
+    """A `CatalogRecord` from the precompiled catalog: the fields in `RESIDENT` are set when it
+    is loaded; reading any other fills them all from the store (a slot not yet set raises
+    AttributeError, and Python then asks `__getattr__`)."""
+
+    __slots__ = ("_at", "_store")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _LAZY:
+            store: Store = object.__getattribute__(self, "_store")
+            store.fill(self)
+            return object.__getattribute__(self, name)
+        raise AttributeError(name)
+
+
+class Store:
+    """The loaded artifact: its records, and what the engine loads of it."""
+
+    def __init__(self, directory: Path, manifest: dict[str, Any], base: Path) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        self.version: str = manifest["version"]
+        self.files = tuple(str(base / rel) for rel, _size, _sha in manifest["files"])
+        self._lock = threading.Lock()
+        self.filled = 0  # records whose lazy fields were read (tests, memory)
+        with (directory / "records.pickle").open("rb") as f:
+            rows, offsets = pickle.load(f)
+        self._offsets = array("Q", offsets)
+        new = StoredRecord.__new__
+        put = object.__setattr__
+        records: list[StoredRecord] = []
+        origins = self.files
+        for at, row in enumerate(rows):
+            r = new(StoredRecord)
+            (rid, pattern, layer, origin, index, message, error_class, severity, role,
+             literal_length, raised_in, consequence_of, sglang_versions) = row
+            put(r, "id", rid)
+            put(r, "message_pattern", pattern)
+            put(r, "layer", layer)
+            put(r, "origin", origins[origin])
+            put(r, "index", index)
+            put(r, "error_message", message)
+            put(r, "error_class", error_class)
+            put(r, "severity", severity)
+            put(r, "role", role)
+            put(r, "literal_length", literal_length)
+            put(r, "raised_in", raised_in)
+            put(r, "consequence_of", consequence_of)
+            put(r, "sglang_versions", sglang_versions)
+            put(r, "_store", self)
+            put(r, "_at", at)
+            records.append(r)
+        self.records: tuple[StoredRecord, ...] = tuple(records)
+        # The engine's shipped part: the records searched in messages, in the artifact's order.
+        self.matched_records = tuple(r for r in records if r.raised_in is None)
+
+    def fill(self, record: StoredRecord) -> None:
+        at = object.__getattribute__(record, "_at")
+        lo, hi = self._offsets[at], self._offsets[at + 1]
+        with self._lock:
+            try:
+                object.__getattribute__(record, LAZY[0])
+                return  # another thread filled it
+            except AttributeError:
+                pass
+            fd = os.open(self.directory / "records.data", os.O_RDONLY)
+            try:
+                data = os.pread(fd, hi - lo, lo)
+            finally:
+                os.close(fd)
+            values = pickle.loads(data)
+            for name, value in zip(LAZY, values, strict=True):
+                object.__setattr__(record, name, value)
+            self.filled += 1
+
+    def engine_form(self) -> CompiledForm:
+        return decode_form(self.directory / "engine.bin", self.manifest["key"],
+                           len(self.matched_records))
+
+
+def store_of(records: Sequence[CatalogRecord]) -> tuple[Store, set[int]] | None:
+    """The store the records come from, and the ids (`id()`) of those that do."""
+    store: Store | None = None
+    kept: set[int] = set()
+    for r in records:
+        if type(r) is StoredRecord:
+            try:
+                s = object.__getattribute__(r, "_store")
+            except AttributeError:  # made by `dataclasses.replace`: a record of its own
+                continue
+            if store is None:
+                store = s
+            if s is store:
+                kept.add(id(r))
+    return (store, kept) if store is not None else None
+
+
+# -- which files, which key -------------------------------------------------------------------
+
+def source_files(base: Path) -> list[tuple[Layer, list[Path]]]:
+    """The built-in catalog's layers and their files under `base` (`patterns/`), as
+    `load_catalog` reads them for every release."""
+    generated = sorted((base / "sglang" / "generated").glob("*.jsonl"))
+    curated = catalog_files(base / "sglang" / "curated")
+    layers: list[tuple[Layer, list[Path]]] = []
+    if generated:
+        layers.append(("generated", generated))
+    layers.append(("curated", curated))
+    return layers
+
+
+def _file_rows(base: Path) -> list[tuple[str, int, str]]:
+    rows = []
+    for _layer, paths in source_files(base):
+        for path in paths:
+            with path.open("rb") as f:
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
+            rows.append((path.relative_to(base).as_posix(), path.stat().st_size, digest))
+    return rows
+
+
+def _key(files: list[tuple[str, int, str]]) -> str:
+    try:
+        import hyperscan
+
+        hs_version = str(getattr(hyperscan, "__version__", "?"))
+    except ImportError:
+        hs_version = ""
+    h = hashlib.sha256(json.dumps([FORMAT, code_fingerprint(*_CODE), hs_version,
+                                   platform.machine(), files]).encode())
+    return h.hexdigest()[:32]
+
+
+# -- build ------------------------------------------------------------------------------------
+
+def build(out: Path, base: Path, records: Sequence[CatalogRecord], version: str
+          ) -> dict[str, Any]:
+    """Write the artifact for the built-in catalog under `base` into `out`: `records` are its
+    merged records as `load_catalog` made them from the sources (`version` its version); the
+    manifest."""
+    files = _file_rows(base)
+    matched = [r for r in records if r.raised_in is None]
+    form = compile_form(matched, True)
+    if form.hs_db is None:
+        raise RuntimeError("Hyperscan is not installed: nothing to precompile")
+    key = _key(files)
+    origins = {rel: i for i, (rel, _size, _sha) in enumerate(files)}
+    rows = []
+    offsets = [0]
+    pieces = []
+    for r in records:
+        rel = Path(r.origin).resolve().relative_to(base.resolve()).as_posix()
+        rows.append((r.id, r.message_pattern, r.layer, origins[rel], r.index, r.error_message,
+                     r.error_class, r.severity, r.role, r.literal_length, r.raised_in,
+                     r.consequence_of, r.sglang_versions))
+        piece = pickle.dumps(tuple(getattr(r, name) for name in LAZY),
+                             protocol=pickle.HIGHEST_PROTOCOL)
+        pieces.append(piece)
+        offsets.append(offsets[-1] + len(piece))
+    manifest = {"format": FORMAT, "key": key, "files": files, "records": len(records),
+                "matched": len(matched), "version": version,
+                "hyperscan_info": form.hs_db.info().decode(errors="replace"),
+                "machine": platform.machine()}
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / ".partial"
+    tmp.mkdir(exist_ok=True)
+    (tmp / "engine.bin").write_bytes(encode_form(key, form))
+    (tmp / "records.pickle").write_bytes(pickle.dumps((rows, offsets),
+                                                      protocol=pickle.HIGHEST_PROTOCOL))
+    (tmp / "records.data").write_bytes(b"".join(pieces))
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    for name in ("engine.bin", "records.pickle", "records.data", "manifest.json"):
+        os.replace(tmp / name, out / name)  # the manifest last: it vouches for the rest
+    tmp.rmdir()
+    return manifest
+
+
+# -- load -------------------------------------------------------------------------------------
+
+def load(base: Path, directory: Path | None = None) -> tuple[Store | None, str]:
+    """The artifact for the built-in catalog under `base`, if there is one that fits: (store,
+    "used"), else (None, why not)."""
+    if os.environ.get(ENV_DISABLE) and directory is None:
+        return None, f"not used ({ENV_DISABLE} is set)"
+    directory = directory or default_dir()
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"absent ({directory}): run `sglang-matcher catalog precompile`"
+    except (OSError, ValueError) as e:
+        return None, f"unreadable manifest ({e})"
+    try:
+        if manifest.get("format") != FORMAT:
+            return None, "stale (another format)"
+        files = _file_rows(base)
+        if [list(f) for f in files] != [list(f) for f in manifest["files"]]:
+            return None, "stale (the catalog's files changed since it was built)"
+        if _key(files) != manifest["key"]:
+            return None, "stale (built by other code, Hyperscan or machine)"
+        return Store(directory, manifest, base), "used"
+    except Exception as e:  # noqa: BLE001 - damaged or foreign: load from the sources
+        return None, f"unusable ({type(e).__name__}: {e})"
