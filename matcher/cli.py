@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--no-builtin", action="store_true", default=None,
                        help="do not load the built-in sglang catalog")
     watch.add_argument("--sglang-version", metavar="V",
-                       help='generated layer: "all" (default), a version, "installed" or "none"')
+                       help='which sglang wrote the logs: "auto" (default: learned per log), '
+                            '"all", a release such as 0.5.23, "installed" or "none"')
     watch.add_argument("--input-format", choices=INPUT_FORMATS,
                        help="how the log is wrapped, as for scan (default auto, decided per file)")
     watch.add_argument("--log-format", choices=("json", "console"),
@@ -431,7 +432,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     log = stderr_logger()
     wakeup = Wakeup()
     daemon: Daemon | None = None
-    hooks = Hooks(wake=wakeup.set, should_stop=lambda: daemon is not None and daemon.stopping)
+    hooks = Hooks(wake=wakeup.set, should_stop=lambda: daemon is not None and daemon.stopping,
+                  compile_later=not args.check)
     try:
         config = load_config(file=args.config, flags=flags)
         topology = build(config, log=log, hooks=hooks,

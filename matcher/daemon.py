@@ -39,10 +39,14 @@ from matcher.sinks.events import event_dict
 from matcher.source.checkpoint import CheckpointError
 from matcher.source.files import display_name
 from matcher.telemetry import Logger
-from matcher.topology import Hooks, Topology, build, retire
+from matcher.topology import Compilation, Hooks, Topology, build, new_pipeline, retire
 from matcher.types import Batch, Chunk, Event, Fed, Line
 
 CHECKPOINT_RETENTION = 7 * 24 * 3600.0
+# While the full catalog compiles, what the pipeline was given is kept to be given again to
+# the full one: at most this many bytes, then reading waits for the compile.
+REPLAY_LIMIT = 64 << 20
+PROGRESS_EVERY = 5.0  # seconds between `catalog_compiling` log lines
 
 
 def stderr_logger(stream: TextIO = sys.stderr) -> Logger:
@@ -117,6 +121,13 @@ class Daemon:
         self._reload = False
         self._next_retention = 0.0
         self._read_times = ReadTimes()  # for the event-latency histogram
+        # The full catalog compiling (`Compilation`): what was fed meanwhile, in order, to be
+        # fed again to the full catalog's pipeline; the events already emitted, by where
+        # their record starts, so that none is emitted twice.
+        self._replay: list[tuple[Any, ...]] | None = None
+        self._replay_bytes = 0
+        self._told: set[tuple[str, int]] = set()
+        self._next_progress = 0.0
 
     @staticmethod
     def hooks(wakeup: Wakeup, stopping: Callable[[], bool]) -> Hooks:
@@ -145,22 +156,36 @@ class Daemon:
 
     def run(self) -> int:
         topo = self.topo
+        if topo.compilation is not None:
+            self._replay = []
+            topo.compilation.start()
+            self.log.warning("catalog_compiling", reason=topo.compilation.why,
+                             reading_with=topo.catalog.count_by_layer(),
+                             detail="reading with the layers that are ready; lines read "
+                                    "meanwhile are matched again by the full catalog")
+            self._next_progress = self.clock() + PROGRESS_EVERY
         topo.files.discover(self)  # files present now are "present at start"
+        engine = topo.pipeline.engine
         self.log.info("started", paths=list(topo.config.paths),
                       state_dir=str(topo.config.state_dir),
                       catalog_version=topo.catalog.version, patterns=len(topo.catalog.records),
-                      prefilter=topo.pipeline.engine.prefilter,
+                      prefilter=engine.prefilter, precompiled=topo.catalog.precompiled,
+                      engine_cache=engine.stats.cache,
                       files_followed=topo.files.followed, max_open_files=topo.max_open_files,
                       nofile_limit=topo.nofile[1])
+        if engine.stats.note:
+            self.log.warning("catalog_precompiled_unusable", detail=engine.stats.note)
         topo.files.start_watching()
         if topo.http is not None:
             self.log.info("serving", url=topo.http.url)
-        ready = False
+        ready = notified = False
         next_checkpoint = self.clock() + topo.config.checkpoint_interval
         try:
             while not self._stop:
                 now = self.clock()
-                if self._reload:
+                if self.topo.compilation is not None:
+                    self._follow_compilation(now)
+                if self._reload and self.topo.compilation is None:  # after the compile
                     self._reload = False
                     self.notifier.reloading()
                     try:
@@ -169,18 +194,23 @@ class Daemon:
                         self.notifier.ready()  # new topology or old one kept: serving either way
                 topo = self.topo
                 progressed = False
-                for source in topo.sources:
-                    progressed = source.read(now, self) or progressed
-                if not ready and topo.files.discovered:
+                if self._replay_bytes < REPLAY_LIMIT:  # else wait for the compile
+                    for source in topo.sources:
+                        progressed = source.read(now, self) or progressed
+                if not notified and topo.files.discovered:
+                    notified = True  # serving: systemd need not wait for a compile
+                    self.notifier.ready(f"following {topo.files.followed} files")
+                if not ready and topo.files.discovered and topo.compilation is None:
                     ready = True
                     if topo.http is not None:
                         topo.http.set_ready(True)  # catalog loaded, sources opened
-                    self.notifier.ready(f"following {topo.files.followed} files")
                 if topo.http is not None:
                     topo.http.set_watching(topo.files.matching_nothing())
                     topo.http.heartbeat()
                 topo.telemetry.heartbeat()
                 self.notifier.watchdog(now)  # only a loop that gets here vouches for itself
+                if self._replay is not None:
+                    self._replay.append(("tick", now))
                 self.emit(topo.pipeline.tick(now))
                 self._count_regex_timeouts()
                 if now >= next_checkpoint:
@@ -199,6 +229,64 @@ class Daemon:
         finally:
             self.shutdown()
         return 0
+
+    def _follow_compilation(self, now: float) -> None:
+        """While the full catalog compiles: say how far it is (`/readyz`, a log line every few
+        seconds); once it is in, take it."""
+        topo = self.topo
+        comp = topo.compilation
+        assert comp is not None
+        if not comp.finished:
+            if topo.http is not None:
+                topo.http.set_ready(False, comp.reason)
+            if now >= self._next_progress:
+                self._next_progress = now + PROGRESS_EVERY
+                eta = comp.estimate()
+                self.log.info("catalog_compiling", progress=comp.reason, done=comp.done,
+                              total=comp.total, elapsed_s=round(now - comp.started, 1),
+                              estimate_s=None if eta is None else round(eta, 1),
+                              replay_bytes=self._replay_bytes)
+            return
+        if comp.result is None:
+            self.log.error("catalog_compile_failed", detail=str(comp.error),
+                           reading_with=topo.catalog.count_by_layer())
+            topo.compilation = None
+            self._replay, self._replay_bytes, self._told = None, 0, set()
+            return
+        self._take_full_catalog(comp, now)
+
+    def _take_full_catalog(self, comp: Compilation, now: float) -> None:
+        """Feed what was read meanwhile, in the same steps, to a pipeline with the full catalog;
+        emit the events the partial one did not: none for a record it already reported (by
+        where the record starts), and the unknown errors it held back, now known or not. That
+        pipeline reads on from here: every line is matched by the full catalog, once."""
+        topo = self.topo
+        assert comp.result is not None and self._replay is not None
+        catalog, engine = comp.result
+        pipeline = new_pipeline(topo.config, catalog, topo.redactor, engine=engine)
+        events: list[Event] = []
+        for step in self._replay:
+            kind = step[0]
+            if kind == "chunk":
+                events += pipeline.feed_counted(step[1], step[2]).events
+            elif kind == "lines":
+                events += pipeline.feed_lines_counted(step[1], step[2], step[3]).events
+            elif kind == "end":
+                events += pipeline.end_of_source(step[1], step[2])
+            elif kind == "flush":
+                events += pipeline.flush_partial(step[1], step[2])
+            else:
+                events += pipeline.tick(step[1])
+        fresh = [e for e in events if (e.source, e.offset) not in self._told]
+        steps, told = len(self._replay), len(self._told)
+        self._replay, self._replay_bytes, self._told = None, 0, set()
+        topo.catalog, topo.pipeline, topo.compilation = catalog, pipeline, None
+        topo.metrics.reload(catalog, catalog_version=catalog.version)
+        self.emit(fresh)
+        self.log.info("catalog_compiled", seconds=round(now - comp.started, 1),
+                      catalog_version=catalog.version, patterns=len(catalog.records),
+                      engine_cache=engine.stats.cache, replayed_steps=steps,
+                      events_already_emitted=told, events_added=len(fresh))
 
     def shutdown(self) -> None:
         """Drain: read what is there, flush open records and windows, final checkpoint."""
@@ -240,6 +328,9 @@ class Daemon:
 
     def chunk(self, chunk: Chunk, now: float) -> Fed:
         self._read_times.read(chunk.source, chunk.end_offset, self.clock())
+        if self._replay is not None:
+            self._replay.append(("chunk", chunk, now))
+            self._replay_bytes += len(chunk.data)
         try:
             fed = self.topo.pipeline.feed_counted(chunk, now)
         except Exception as e:  # noqa: BLE001 - a bug must cost a chunk, not the daemon
@@ -252,14 +343,21 @@ class Daemon:
     def lines(self, source: str, lines: list[Line], now: float) -> Fed:
         if lines:
             self._read_times.read(source, lines[-1].end_offset, self.clock())
+        if self._replay is not None:
+            self._replay.append(("lines", source, list(lines), now))
+            self._replay_bytes += sum(len(line.text) for line in lines)
         fed = self.topo.pipeline.feed_lines_counted(source, lines, now)
         self.emit(fed.events)
         return fed
 
     def end(self, source: str, now: float) -> None:
+        if self._replay is not None:
+            self._replay.append(("end", source, now))
         self.emit(self.topo.pipeline.end_of_source(source, now))
 
     def flush_partial(self, source: str, now: float) -> None:
+        if self._replay is not None:
+            self._replay.append(("flush", source, now))
         self.emit(self.topo.pipeline.flush_partial(source, now))
 
     def checkpoint_offset(self, source: str) -> int | None:
@@ -271,6 +369,11 @@ class Daemon:
     # -- out ---------------------------------------------------------------------------------
 
     def emit(self, events: list[Event]) -> None:
+        if self._replay is not None and events:
+            # The full catalog is not in: emit known failures (told once: see
+            # `_take_full_catalog`), hold back what no record of these layers knows.
+            events = [e for e in events if e.pattern_id is not None]
+            self._told.update((e.source, e.offset) for e in events)
         if not events:
             return
         topo = self.topo
@@ -296,6 +399,10 @@ class Daemon:
         for sink in topo.sinks:
             if sink.holds_checkpoint:
                 sink.flush()  # no position is saved ahead of the events of the lines before it
+        if self._replay is not None:
+            # The lines read while the full catalog compiles are not done with until it has
+            # matched them: no position moves past them (a stop now reads them again).
+            return
         moved = [source.save(topo.state, self, wall) for source in topo.sources]
         for name in self._read_times.sources():  # lines the pipeline is done with
             self._read_times.forget_before(name, topo.pipeline.checkpoint_offset(name))

@@ -151,10 +151,15 @@ class Engine:
         use_hyperscan: bool = True,
         cache: EngineCache | object | None = AUTO_CACHE,
         progress: Callable[[int, int], None] | None = None,
+        messages_only: bool = False,
     ) -> None:
         """`progress(done, total)`: called while patterns are compiled (the daemon's log line
-        and `/readyz` say how far a compile is)."""
+        and `/readyz` say how far a compile is). `messages_only`: no match of a traceback's
+        header or of a cut line — the daemon's engine while the full catalog compiles: a
+        record of the full catalog outranks such a match far more often than one of an
+        exception's message."""
         self.timeout = timeout
+        self.messages_only = messages_only
         self.quarantine_after = quarantine_after
         # Records that name their frame (`raisedIn`) are not searched for in messages: they are
         # looked up by the frame that raised an exception, by its file name or its source line.
@@ -279,6 +284,8 @@ class Engine:
         """Every pattern that matches the record, most specific first (one per pattern)."""
         best: dict[int, tuple[SortKey, Match]] = {}
         targets = targets_of(record)
+        if self.messages_only:
+            targets = [t for t in targets if not t.on_header]
         for target in targets:
             for i in self._candidates(target.message):
                 pattern = self.patterns[i]
@@ -290,7 +297,7 @@ class Engine:
                 key = pattern.sort_key(target.on_header)
                 if i not in best or key < best[i][0]:
                     best[i] = (key, _match(pattern, captures, record, target, cut=False))
-        if any(part.head_table for part in self._parts):
+        if not self.messages_only and any(part.head_table for part in self._parts):
             self._match_cut(record, targets, best)
         if self.framed and record.exceptions:
             self._match_framed(record, best)

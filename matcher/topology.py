@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +68,9 @@ class Hooks:
 
     wake: Callable[[], None] = lambda: None
     should_stop: Callable[[], bool] = lambda: False
+    # `watch` (not `--check`): when the full catalog would have to be compiled, start with
+    # the layers that are ready and compile it in a thread (`Compilation`).
+    compile_later: bool = False
 
 
 @dataclass(slots=True)
@@ -94,6 +98,9 @@ class Topology:
     nofile: tuple[int, int]
     not_reloaded: list[str] = field(default_factory=list)  # settings a reload left as they were
     otlp: OtlpLogSink | None = None
+    # The full catalog still compiling (first start only); `catalog` and `pipeline` hold the
+    # layers that were ready meanwhile.
+    compilation: Compilation | None = None
 
     @property
     def sources(self) -> list[Source]:
@@ -136,11 +143,90 @@ def load_checked_catalog(config: Config) -> Catalog:
     return catalog
 
 
-def new_pipeline(config: Config, catalog: Catalog, redactor: Redactor) -> Pipeline:
+class Compilation:
+    """The full catalog loaded and compiled in a thread, while the daemon reads with the layers
+    that were ready (curated and user): `reason` is what `/readyz` says meanwhile, `estimate`
+    the seconds left. `result` (catalog, engine) or `error` once `finished`; `wake` is called
+    then, and as the compile moves on."""
+
+    def __init__(self, config: Config, why: str, wake: Callable[[], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.why = why  # why it compiles: the precompiled catalog's note
+        self._wake = wake
+        self._clock = clock
+        self.started = clock()
+        self.stage = "loading catalog"
+        self.done = 0
+        self.total = 0
+        self._compile_started: float | None = None
+        self.result: tuple[Catalog, Engine] | None = None
+        self.error: BaseException | None = None
+        self.finished = False
+        self._thread = threading.Thread(target=self._run, name="catalog-compile", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            catalog = load_checked_catalog(self.config)
+            self.stage = "compiling catalog"
+            engine = Engine(catalog.records, progress=self._progress)
+            self.result = (catalog, engine)
+        except BaseException as e:  # noqa: BLE001 - the daemon says so and reads on as it is
+            self.error = e
+        finally:
+            self.finished = True
+            self._wake()
+
+    def _progress(self, done: int, total: int) -> None:
+        if self._compile_started is None:
+            self._compile_started = self._clock()
+        self.done, self.total = done, total
+
+    @property
+    def reason(self) -> str:
+        if self.stage == "loading catalog" or not self.total:
+            return "loading catalog"
+        if self.done >= self.total:
+            return f"compiling catalog: {self.total} of {self.total}, building databases"
+        return f"compiling catalog: {self.done} of {self.total}"
+
+    def estimate(self) -> float | None:
+        """Seconds left, from the patterns' pace so far: their databases take about as long
+        again as the patterns themselves (measured with the full catalog)."""
+        if self._compile_started is None or self.done <= 0 or not self.total:
+            return None
+        spent = self._clock() - self._compile_started
+        per = spent / min(self.done, self.total)
+        total = per * self.total * (1 + _DATABASE_SHARE)
+        return max(0.0, total - spent)
+
+
+_DATABASE_SHARE = 1.8  # Hyperscan's databases after the patterns: 15 s after 8 s with the full catalog
+
+
+def _needs_compiling(config: Config) -> str | None:
+    """Why the full catalog must be compiled at this start (None: it is precompiled)."""
+    from matcher.catalog import builtin_patterns_dir
+    from matcher.precompiled import check
+
+    if not config.builtin_catalog or config.sglang_version == "none":
+        return None
+    version = catalog_version_setting(config.sglang_version)
+    if version != "all":
+        return f"sglang_version {version}: the precompiled catalog holds every release"
+    manifest, note = check(builtin_patterns_dir())
+    return None if manifest is not None else f"the precompiled catalog is {note}"
+
+
+def new_pipeline(config: Config, catalog: Catalog, redactor: Redactor,
+                 engine: Engine | None = None) -> Pipeline:
     """The pipeline redacts before it cuts (a traceback, a message, a long line), with the
-    same patterns as the sinks."""
+    same patterns as the sinks. `engine`: one made already (else one of `catalog`)."""
     return Pipeline(
-        Engine(catalog.records),
+        engine if engine is not None else Engine(catalog.records),
         catalog_version=catalog.version,
         labels=config.static_labels(),
         window=config.aggregate_window,
@@ -200,9 +286,18 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         kept = dataclasses.replace(config, **{n: getattr(prev.config, n) for n in not_reloaded})
     labels = kept.static_labels()
 
-    # 2. The catalog: the slow part, and the one most often wrong after an edit.
-    catalog = load_checked_catalog(kept)
-    pipeline = new_pipeline(kept, catalog, redactor)
+    # 2. The catalog: the slow part, and the one most often wrong after an edit. When it
+    # would have to be compiled, the daemon starts with the layers that are ready.
+    why = _needs_compiling(kept) if prev is None and hooks.compile_later else None
+    compilation = None
+    if why is not None:
+        catalog = load_checked_catalog(dataclasses.replace(kept, sglang_version="none"))
+        compilation = Compilation(kept, why, hooks.wake, clock)
+        pipeline = new_pipeline(kept, catalog, redactor,
+                                engine=Engine(catalog.records, messages_only=True))
+    else:
+        catalog = load_checked_catalog(kept)
+        pipeline = new_pipeline(kept, catalog, redactor)
 
     # 3. Counters: one registry for the process, so a reload keeps every count.
     if prev is not None:
@@ -262,7 +357,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         telemetry=telemetry, metrics=metrics, ring=ring, http=http, webhook=webhook,
         events_file=events_file, stdout=writer, files=files, stdin=stdin_source,
         journals=journals, store=store, state=state, max_open_files=max_open, nofile=nofile,
-        not_reloaded=not_reloaded, otlp=otlp)
+        not_reloaded=not_reloaded, otlp=otlp, compilation=compilation)
 
 
 def retire(old: Topology, new: Topology) -> None:
