@@ -1,4 +1,4 @@
-"""How many lines does `watch` deliver again after a SIGKILL? (README, "Reliability")
+"""How many lines does `watch` deliver again after a SIGKILL? (docs/reliability.md)
 
 Each trial: a daemon follows a file that a writer process fills at RATE lines/s; the daemon is
 SIGKILLed at a random moment, restarted, and every line's events are counted. Lost lines must be

@@ -444,7 +444,7 @@ class Aggregator:
 
 # -- severity and class ------------------------------------------------------------------------
 #
-# What an event's `event`, `severity` and `error_class` say (README, "Outputs"). `severity` is
+# What an event's `event`, `severity` and `error_class` say (docs/events.md). `severity` is
 # the catalog record's; `event` follows it: `sglang_error` for critical and error,
 # `sglang_warning` for warning and info (what `scan`'s report counts as warnings). So a line
 # the log itself marks INFO or WARNING is an `sglang_error` only when its record says it is

@@ -111,7 +111,7 @@ UNCLASSIFIED = "UnclassifiedError"
 class Event:
     """What an operator sees: one real occurrence of a failure, possibly seen on several ranks.
 
-    `event` follows `severity` (README, "Outputs"): `sglang_error` is a known failure of
+    `event` follows `severity` (docs/events.md): `sglang_error` is a known failure of
     severity critical or error, `sglang_warning` a known message below that (warning, info),
     `sglang_unknown_error` an exception no record knows.
     """

@@ -202,7 +202,7 @@ def test_derived_fixes_change_real_failing_commands_and_are_proven():
     """Every real launch that failed on an argument check whose record is generated (its fix
     derived from the check's condition): `fix` finds the failure in the log, and its first way
     changes the command the launch ran — and that way is proven on the record's condition. The
-    relaunch itself is `bench/verify_fixes.py`'s job (figures in the README)."""
+    relaunch itself is `bench/verify_fixes.py`'s job (figures in docs/fix.md)."""
     from matcher.catalog import load_catalog, remedy
     from matcher.catalog.server_args import ServerArgsTable, default_path
     from matcher.cli import build_parser, cmd_fix

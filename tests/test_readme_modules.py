@@ -1,4 +1,5 @@
-"""The README's module table ("How a line travels") and `matcher/` name the same modules.
+"""The module table of `docs/architecture.md` ("How a line travels") and `matcher/` name the
+same modules.
 
 A newcomer reads `matcher/` top-down with that table beside them: a module missing from it,
 or a row naming a module that is gone, sends them looking for what isn't there.
@@ -13,8 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _table_names() -> set[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## How a line travels", 1)[1].split("\n## ", 1)[0]
+    section = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     names: set[str] = set()
     for row in section.splitlines():
         if not row.startswith("| `"):
@@ -47,8 +47,8 @@ def test_every_module_has_a_row_and_every_row_a_module():
     table = _table_names()
     modules = _modules()
     missing = sorted(m for m in modules if m not in table)
-    assert not missing, f"modules without a row in the README's table: {missing}"
+    assert not missing, f"modules without a row in docs/architecture.md's table: {missing}"
     named = {n for n in table if n.endswith(".py") and not n.startswith("catalog/")}
     gone = sorted(n for n in named if not (REPO / "matcher" / n).exists())
-    assert not gone, f"README rows naming modules that do not exist: {gone}"
+    assert not gone, f"docs/architecture.md rows naming modules that do not exist: {gone}"
     assert "catalog/" in table

@@ -1,6 +1,6 @@
 """Events as JSON lines, through structlog, with every string redacted on the way out.
 
-The field names are the contract with the operator's log pipeline (README, "Outputs");
+The field names are the contract with the operator's log pipeline (docs/events.md);
 `scan --format json` and the daemon print the same dicts.
 """
 

@@ -123,7 +123,7 @@ class BoundedValues:
 
 
 class MetricsSink:
-    """The `Sink` that turns events into `sglang_log_*` series (README, "Outputs").
+    """The `Sink` that turns events into `sglang_log_*` series (docs/metrics.md).
 
     `catalog` is anything with `.records` (each with `.id`, `.error_class`, `.severity`,
     `.layer`). `static_labels` (from config: cluster, pod, model…) are added to every series this

@@ -1,6 +1,6 @@
 """Events as OpenTelemetry log records, POSTed as OTLP/HTTP protobuf to a Collector.
 
-Each printed event is one `LogRecord` (README, "OpenTelemetry logs"): its `time` is the log's own
+Each printed event is one `LogRecord` (docs/opentelemetry.md): its `time` is the log's own
 timestamp when it parses (sglang's, read as this host's local time), else the time it was
 observed; `severity_number`/`severity_text` follow the event's severity (critical → FATAL 21,
 error → ERROR 17, warning → WARN 13, info → INFO 9); the body is the event's message; the

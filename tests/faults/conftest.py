@@ -1,7 +1,7 @@
 """The fault suite's sizes and measuring helpers.
 
 CI runs short versions of the long cases (fewer lines, fewer kills); `--full` (or
-`SGLANG_MATCHER_FAULTS=full`) runs the sizes the README's figures come from:
+`SGLANG_MATCHER_FAULTS=full`) runs the sizes the figures of docs/reliability.md come from:
 
     python -m pytest tests/faults --full -s      # each test prints its FIGURE line
 
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # watch_harness
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true", default=False,
-                     help="fault suite at the README's sizes (minutes, not seconds)")
+                     help="fault suite at docs/reliability.md's sizes (minutes, not seconds)")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from watch_harness import DaemonProcess
 
 
 def figure(text: str) -> None:
-    """A measured figure, printed (visible with -s) for the README's table."""
+    """A measured figure, printed (visible with -s) for docs/reliability.md's table."""
     print(f"\nFIGURE: {text}")
 
 

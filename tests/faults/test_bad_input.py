@@ -2,7 +2,7 @@
 
 One daemon follows several files; each test appends a kind of garbage followed by a failure
 line, and checks that the failure still comes out, the garbage is counted, and the daemon's
-peak RSS stays under `RSS_BOUND_MIB` (the README's figure; an idle daemon takes about 45 MiB).
+peak RSS stays under `RSS_BOUND_MIB` (docs/reliability.md's figure; an idle daemon takes about 45 MiB).
 """
 
 from __future__ import annotations
