@@ -512,7 +512,7 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
     def read(name: str, source: str) -> list[Event]:
         return _read(pipeline, name, source, read_size)
 
-    if jobs > 1 and parallel.available():
+    if jobs > 1 and parallel.worth_it(inputs, read_size):
         try:
             dicts = parallel.scan(pipeline, named, jobs=jobs, read_size=read_size,
                                   read_alone=read, order=order, split=split or split_file)

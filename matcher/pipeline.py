@@ -20,11 +20,13 @@ never move it forward.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from matcher import release
 from matcher.aggregate import DEFAULT_RANK_GRACE, DEFAULT_WINDOW, Aggregator
+from matcher.catalog.schema import CatalogRecord
 from matcher.decode import (
     DEFAULT_MAX_LINE_BYTES,
     INPUT_FORMATS,
@@ -101,9 +103,17 @@ class Pipeline:
         # Which release wrote each source: fixed by the setting, learned from tracebacks under
         # "auto", not asked under "all" (`matcher.release`).
         self.sglang_version = sglang_version
-        self._releases = release.Catalog(engine.records)
         self._tracker = release.Tracker()
-        self._by_id = {r.id: r for r in engine.records}
+
+    @functools.cached_property
+    def _releases(self) -> release.Catalog:
+        # Built on first use: a catalog's release table costs a tenth of a second, which a
+        # scan under "all" (or a worker of `matcher.parallel`) never needs.
+        return release.Catalog(self.engine.records)
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, CatalogRecord]:
+        return {r.id: r for r in self.engine.records}
 
     # -- input -------------------------------------------------------------------------------
 
@@ -291,6 +301,20 @@ class Pipeline:
                              *(f.due_in(now) for f in self._framers.values())) if w is not None]
         return min(waits) if waits else None
 
+    def reader(self, source: str) -> tuple[LineSplitter, LineDecoder, Framer]:
+        """What `source` is being read with (made if new): its splitter, decoder and framer —
+        all that the lines read so far leave behind for the next chunk."""
+        decoder = self._decoder(source)
+        return self._splitter(source, decoder), decoder, self._framer(source)
+
+    def set_reader(self, source: str, splitter: LineSplitter, decoder: LineDecoder,
+                   framer: Framer) -> None:
+        """Go on reading `source` with these (`matcher.parallel`: a worker read up to here)."""
+        self._splitters[source], self._decoders[source] = splitter, decoder
+        self._framers[source] = framer
+        framer.redactor = self.redactor
+        self._positions[source] = splitter.position
+
     def detected_format(self, source: str) -> str | None:
         """The container format `source` is read as (None until its first non-empty line)."""
         decoder = self._decoders.get(source)
@@ -333,21 +357,34 @@ class Pipeline:
         return dataclasses.replace(line, text=self.redactor.truncated(line.text))
 
     def _records(self, records: list[Record], now: float) -> list[Event]:
+        return self.aggregate(records, [self.matches(r) for r in records], now)
+
+    def matches(self, record: Record) -> list[Match]:
+        """The stateless half of matching: every match of `record`, most specific first, the
+        records raised in the file its traceback shows raising ahead of their equals
+        (`release.by_raising_file`). A pure function of the record: `matcher.parallel`
+        computes it in worker processes."""
+        return release.by_raising_file(record, self.engine.match_all(record))
+
+    def aggregate(self, records: list[Record], found: list[list[Match]],
+                  now: float = 0.0) -> list[Event]:
+        """The stateful half of turning one step's records into events: each record's match
+        picked from `found` (its `matches`), then aggregated and versioned."""
         events: list[Event] = []
         self.stats.records += len(records)
-        for record in records:
+        for record, matches in zip(records, found, strict=True):
             framer = self._framers.get(record.source)
             expected = framer.ranks_seen if framer is not None else ()
-            match = self._pick(record, self.engine.match_all(record))
+            match = self._pick(record, matches)
             events.extend(self.aggregator.add(record, match, now, expected))
         return self._versioned(events)
 
     def _pick(self, record: Record, matches: list[Match]) -> Match | None:
-        """The most specific match — under "auto", the most specific of the releases this
-        source is known to run, if any is; and what it says of the release is learned."""
+        """Of `matches` (as `matches` ranks them), the most specific — under "auto", the most
+        specific of the releases this source is known to run, if any is; and what it says of
+        the release is learned."""
         if not matches:
             return None
-        matches = release.by_raising_file(record, matches)
         if self.sglang_version not in release.UNNAMED and self.sglang_version != release.AUTO:
             # A fixed release: a record that says where its message is raised matches only
             # there (the loader already left out other releases' generated records).

@@ -1,0 +1,408 @@
+"""`scan -j N`: saved logs read by N worker processes, with exactly the output of one.
+
+Reading a log is a chain of per-source state — the splitter's partial line, the decoder's
+CRI/docker partials, the framer's open tracebacks, the line before, the wrappers it learned —
+and, across every source, the aggregator's groups and the release each source is learned to
+run. Only the first chain is costly (the prefilter scan, framing, and matching each record,
+which is a pure function of the record), so only it is spread:
+
+- Each file is cut into tasks at multiples of the read size (`split_file`), so a task's reads
+  are the very chunks `scan -j 1` reads. A worker runs a task with a fresh `Pipeline` over the
+  chunk before its first one (a warm-up: the lines it frames there are dropped) and then its
+  own, keeping each chunk's records with their matches (`Engine.match_all`) instead of
+  aggregating them, and the reading state after each chunk.
+- The parent takes the tasks in log order. It holds the true reading state at the start of a
+  task (the previous task's end, or fresh at a file's start); where that equals the worker's
+  state at the same chunk boundary, every chunk after it comes out of the same code from the
+  same state and the same bytes, so the worker's records are the ones a single process makes
+  there. Where it differs — a traceback, a CRI partial or a learned wrapper straddling the cut
+  — the parent reads on itself from the true state, chunk by chunk, until the two states meet.
+- The records then go, chunk by chunk as `Pipeline.feed` would hand them on, through the
+  parent's one `Pipeline.aggregate`: the picking of a release under "auto", the grouping of
+  ranks and consequences, the repeat windows, all in log order. Ends of files, the counts and
+  the format warnings come from the parent's pipeline as they do with one process.
+- Events become dicts (redaction, the other costly step) in the workers, in order.
+
+So equal output is by construction, and the tests check it on every log in the repository,
+whole and concatenated, at cuts chosen by hypothesis. What the state comparison leaves out:
+counters (added up separately), the framer's `redactor` (the same patterns) and `ranks_seen`,
+which the aggregator reads only with `early`, never set by `scan` (refused here otherwise).
+A pattern that times out (`Engine`'s quarantine) makes any run, one process or N, depend on
+the machine's speed; that is the one way outputs can differ.
+
+Workers are forked after the engine is loaded, so nothing is compiled again; where `fork` is
+missing, or for stdin, the scan is the single-process one.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import gc
+import multiprocessing
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matcher.catalog.schema import CatalogRecord
+from matcher.decode import LineDecoder, LineSplitter
+from matcher.engine import Engine
+from matcher.framing import Framer
+from matcher.pipeline import Pipeline, PipelineStats
+from matcher.redact import Redactor
+from matcher.sinks.events import event_dict
+from matcher.types import Chunk, Event, Match, Record
+
+# A split file's tasks hold at least this many reads each (and read one more to warm up).
+MIN_TASK_CHUNKS = 4
+# Fewer reads than this in all (8 MiB at scan's read size) are read by one process.
+MIN_PARALLEL_READS = 8
+# Tasks per worker for a file that is cut: enough to even out the load, few enough that the
+# warm-up read of each costs little.
+TASKS_PER_JOB = 4
+
+Reader = tuple[LineSplitter, LineDecoder, Framer]
+Splitter = Callable[[int, int], Sequence[int]]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, as `os.process_cpu_count`)."""
+    count: Callable[[], int | None] | None = getattr(os, "process_cpu_count", None)
+    if count is not None:
+        return max(1, count() or 1)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def split_file(chunks: int, jobs: int) -> list[int]:
+    """Where a file of `chunks` reads is cut into tasks: the first read of each, 0 first."""
+    if jobs <= 1 or chunks < 2 * MIN_TASK_CHUNKS:
+        return [0]
+    n = min(jobs * TASKS_PER_JOB, chunks // MIN_TASK_CHUNKS)
+    return sorted({chunks * i // n for i in range(n)})
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    path: str
+    source: str
+    first: int  # the first read whose records count
+    stop: int | None  # the read after the last; None: to the end of the file
+    lineno: int  # lines before the read the worker starts at (`first - 1`, or 0)
+    detected: str | None  # the format the file's first read decided (None: not decided)
+
+
+@dataclass(slots=True)
+class _Step:
+    """One read's worth: its records, their matches, and what it added to the counts."""
+
+    records: list[Record]
+    matches: list[list[tuple[int, dict[str, Any]]]]
+    counts: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Done:
+    steps: list[_Step]
+    # The reading state at each boundary from `first` on (`states[k]`: before read first + k);
+    # None at a file's start, which needs no comparison.
+    states: list[object]
+    end: Reader
+
+
+def state_of(reader: Reader) -> object:
+    """What of a reading state decides what its next chunks make, comparable with `==`.
+
+    Everything the three objects hold (so a field added later counts until said otherwise),
+    less: counters, the framer's `redactor` and `ranks_seen` (see the module docstring), and
+    the key of the framer's current record while none is open (then nothing reads it).
+    """
+    splitter, decoder, framer = reader
+    f = {k: v for k, v in vars(framer).items() if k not in ("ranks_seen", "redactor", "learned")}
+    f["learned"] = [(p.pattern, p.flags) for p in framer.learned.shapes]
+    if framer.idle():
+        f["_current"] = ""
+    return copy.deepcopy((
+        {k: v for k, v in vars(splitter).items() if k != "skipped"},
+        {k: v for k, v in vars(decoder).items() if k != "malformed"},
+        f,
+    ))  # a copy: the objects go on changing
+
+
+# -- the workers ------------------------------------------------------------------------------
+
+class _Front(Pipeline):
+    """A worker's pipeline: reads, frames and matches, and keeps the records for the parent."""
+
+    def __init__(self, engine: Engine, like: Pipeline) -> None:
+        super().__init__(engine, input_format=like.input_format,
+                         max_line_bytes=like.max_line_bytes, flush_after=like.flush_after,
+                         redactor=like.redactor)
+        self.taken: list[Record] = []
+
+    def _records(self, records: list[Record], now: float) -> list[Event]:
+        self.taken.extend(records)
+        return []
+
+
+# Set in the parent before the workers are forked; they inherit it.
+_shared: dict[str, Any] = {}
+# What the last parallel scan did: tasks, reads whose records came from a worker, and reads
+# the parent made again because the worker's state was not the true one there.
+last: dict[str, int] = {}
+
+
+def _counts(before: PipelineStats, after: PipelineStats, source: str) -> dict[str, Any]:
+    """What one read added to the counts (`after` is `before` plus that read)."""
+    lines = after.by_source_lines.get(source)
+    return {"lines": after.lines - before.lines, "bytes": after.bytes - before.bytes,
+            "truncated": after.lines_truncated - before.lines_truncated,
+            "malformed": after.lines_malformed - before.lines_malformed,
+            "source_lines": None if lines is None
+            else lines - before.by_source_lines.get(source, 0),
+            "source_malformed": after.by_source_malformed.get(source, 0)
+            - before.by_source_malformed.get(source, 0),
+            "format": after.by_source_format.get(source)}
+
+
+def _snapshot(stats: PipelineStats) -> PipelineStats:
+    return dataclasses.replace(stats, by_source_lines=dict(stats.by_source_lines),
+                               by_source_malformed=dict(stats.by_source_malformed),
+                               by_source_format=dict(stats.by_source_format))
+
+
+def _run(task: Task) -> _Done:
+    engine: Engine = _shared["engine"]
+    index: dict[int, int] = _shared["index"]
+    read_size: int = _shared["read_size"]
+    front = _Front(engine, _shared["pipeline"])
+    source = task.source
+    reader = front.reader(source)
+    start = max(task.first - 1, 0)
+    reader[0]._lineno = task.lineno
+    if task.first > 0:
+        reader[1].detected = task.detected
+    steps: list[_Step] = []
+    states: list[object] = [] if task.first > 0 else [None]
+    with open(task.path, "rb") as f:
+        f.seek(start * read_size)
+        c = start
+        while task.stop is None or c < task.stop:
+            data = f.read(read_size)
+            if not data:
+                break
+            before = _snapshot(front.stats)
+            front.feed(Chunk(data, source, c * read_size + len(data)))
+            records, front.taken = front.taken, []
+            if c >= task.first:
+                steps.append(_Step(records, [[_pack(m, index) for m in front.matches(r)]
+                                             for r in records],
+                                   _counts(before, front.stats, source)))
+            states.append(state_of(reader))
+            c += 1
+    reader[2].redactor = None  # the parent's goes in
+    return _Done(steps, states, reader)
+
+
+def _pack(m: Match, index: dict[int, int]) -> tuple[int, dict[str, Any]]:
+    """A match without its record (the parent has it) and with its catalog record as an index
+    into `engine.records`, which parent and workers share (a copy only when it is not there)."""
+    fields = {f.name: getattr(m, f.name) for f in dataclasses.fields(m)
+              if f.name not in ("record", "pattern")}
+    i = index.get(id(m.pattern), -1)
+    if i < 0:
+        fields["pattern"] = m.pattern
+    return i, fields
+
+
+def _unpack(packed: tuple[int, dict[str, Any]], record: Record,
+            records: Sequence[CatalogRecord]) -> Match:
+    i, fields = packed
+    pattern = fields.pop("pattern") if i < 0 else records[i]
+    return Match(pattern=pattern, record=record, **fields)
+
+
+def _count_lines(span: tuple[str, int, int]) -> int:
+    path, start, end = span
+    n = 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            data = f.read(min(left, 1 << 22))
+            if not data:
+                break
+            n += data.count(b"\n")
+            left -= len(data)
+    return n
+
+
+def _dicts(events: list[Event]) -> list[dict[str, Any]]:
+    redactor = _shared.setdefault("redactor", Redactor())
+    return [event_dict(e, redactor) for e in events]
+
+
+# -- the parent -------------------------------------------------------------------------------
+
+def available() -> bool:
+    """Whether workers can be forked here (they must inherit the loaded engine)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def worth_it(paths: Sequence[str], read_size: int) -> bool:
+    """Whether workers can be forked and the files are large enough to gain by them (workers
+    cost some 50 ms to start): `MIN_PARALLEL_READS` reads in all."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size if path != "-" else 0
+        except OSError:
+            return available()  # the scan says what is wrong with it, as with one process
+    return available() and total >= MIN_PARALLEL_READS * read_size
+
+
+def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, read_size: int,
+         read_alone: Callable[[str, str], list[Event]], order: Callable[[Event], Any],
+         split: Splitter = split_file) -> list[dict[str, Any]]:
+    """The event dicts of `inputs` ((path, source) pairs) in `order`, as `pipeline` makes them
+    from reads of `read_size` bytes — `pipeline.finish()` included — read by `jobs` workers.
+
+    `read_alone(path, source)`: reads an input in the parent, as one process does (stdin, a
+    pipe: what is not a regular file). `split(chunks, jobs)`: where a file of `chunks` reads
+    is cut (`split_file`; tests choose their own). An input that cannot be opened raises
+    OSError before anything is read.
+    """
+    if pipeline.aggregator.early:
+        raise ValueError("a parallel scan aggregates without `early`")
+    plan: list[list[Task]] = []  # per input: its tasks (none: read alone)
+    spans: list[tuple[str, int, int]] = []
+    docker = False
+    for path, source in inputs:
+        plan.append([])
+        if path == "-":
+            continue
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            chunks = -(-st.st_size // read_size)
+            detected = pipeline.input_format if pipeline.input_format != "auto" else None
+            if detected is None:
+                probe = LineDecoder(pipeline.input_format,
+                                    max_line_bytes=pipeline.max_line_bytes)
+                probe.detect(f.read(read_size))
+                detected = probe.detected
+        docker |= detected == "docker"
+        # A file whose first read did not decide its format is read from its start only.
+        starts = sorted({0, *(c for c in split(chunks, jobs) if 0 < c < chunks)}) \
+            if detected is not None else [0]
+        for i, first in enumerate(starts):
+            stop = starts[i + 1] if i + 1 < len(starts) else None
+            plan[-1].append(Task(path, source, first, stop, 0, detected))
+            if first > 0:  # the newlines before this task's warm-up read, from the last's
+                spans.append((path, max(starts[i - 1] - 1, 0) * read_size,
+                              (first - 1) * read_size))
+    engine = pipeline.engine
+    if docker:
+        _ = engine.docker_prefilter  # built once, before the workers are forked
+    records = engine.records
+    _shared.update(engine=engine, pipeline=pipeline, read_size=read_size,
+                   index={id(r): i for i, r in enumerate(records)})
+    # The workers share the parent's heap until they write to it; the collector would write to
+    # every object it walks, so what exists now is left out of its walks.
+    gc.freeze()
+    try:
+        pool = multiprocessing.get_context("fork").Pool(jobs)
+    finally:
+        gc.unfreeze()
+    with pool:
+        tasks = _with_linenos([t for ts in plan for t in ts], pool.map(_count_lines, spans))
+        last.clear()
+        last.update(tasks=len(tasks), reads_from_workers=0, reads_again=0)
+        done = pool.imap(_run, tasks)
+        events: list[Event] = []
+        queue = iter(tasks)
+        for (path, source), own in zip(inputs, plan, strict=True):
+            if not own:
+                events += read_alone(path, source)
+                continue
+            true: Reader | None = None  # the reading state at the boundary reached
+            for _ in own:
+                more, true = _take(pipeline, next(queue), next(done), true, records, read_size)
+                events += more
+            assert true is not None
+            pipeline.set_reader(source, *true)
+            events += pipeline.end_of_source(source)
+        events += pipeline.finish()
+        events.sort(key=order)
+        size = max(1, -(-len(events) // (jobs * TASKS_PER_JOB)))
+        parts = pool.map(_dicts, [events[i:i + size] for i in range(0, len(events), size)])
+    return [d for part in parts for d in part]
+
+
+def _with_linenos(tasks: list[Task], counts: list[int]) -> list[Task]:
+    """Each split task's `lineno`: the newlines before its warm-up read (a running sum of the
+    counted spans, which follow each other within a file)."""
+    out: list[Task] = []
+    it = iter(counts)
+    total = 0
+    for t in tasks:
+        if t.first == 0:
+            total = 0
+            out.append(t)
+        else:
+            total += next(it)
+            out.append(dataclasses.replace(t, lineno=total))
+    return out
+
+
+def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
+          records: Sequence[CatalogRecord], read_size: int) -> tuple[list[Event], Reader]:
+    """The events of one task's reads, and the true reading state after them: the worker's
+    from the boundary where its state is the true one; before it, the parent's own reading."""
+    source = task.source
+    events: list[Event] = []
+    k = 0  # reads done by the parent
+    if task.first > 0:
+        assert true is not None
+        if state_of(true) != result.states[0]:
+            pipeline.set_reader(source, *true)
+            with open(task.path, "rb") as f:
+                f.seek(task.first * read_size)
+                while k < len(result.steps):
+                    data = f.read(read_size)
+                    end = (task.first + k) * read_size + len(data)
+                    events += pipeline.feed(Chunk(data, source, end))
+                    k += 1
+                    if state_of(pipeline.reader(source)) == result.states[k]:
+                        break
+                else:
+                    last["reads_again"] += k
+                    return events, pipeline.reader(source)
+    last["reads_again"] += k
+    last["reads_from_workers"] += len(result.steps) - k
+    for step in result.steps[k:]:
+        _add_counts(pipeline.stats, source, step.counts)
+        found = [[_unpack(p, r, records) for p in packed]
+                 for r, packed in zip(step.records, step.matches, strict=True)]
+        events += pipeline.aggregate(step.records, found)
+    return events, result.end
+
+
+def _add_counts(stats: PipelineStats, source: str, d: dict[str, Any]) -> None:
+    stats.lines += d["lines"]
+    stats.bytes += d["bytes"]
+    stats.lines_truncated += d["truncated"]
+    stats.lines_malformed += d["malformed"]
+    if d["source_lines"] is not None:
+        stats.by_source_lines[source] = stats.by_source_lines.get(source, 0) \
+            + d["source_lines"]
+    if d["source_malformed"]:
+        stats.by_source_malformed[source] = stats.by_source_malformed.get(source, 0) \
+            + d["source_malformed"]
+    if d["format"] is not None:
+        stats.by_source_format[source] = d["format"]

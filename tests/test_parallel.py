@@ -1,0 +1,163 @@
+"""`scan -j N` gives what `scan -j 1` gives: the same events in the same order, the same line
+count and warnings, the same exit code and text, on every real log of the repository — one by
+one, all at once, concatenated (so that cuts fall inside tracebacks, multi-rank failures and
+repeats), wrapped in CRI and docker lines with partials across cuts, on a generated bench log,
+and at cuts hypothesis chooses. Small read sizes put many cuts into small files."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from matcher import parallel
+from matcher.catalog import load_catalog
+from matcher.cli import cmd_scan, scan_events
+from matcher.engine import Engine
+from matcher.release import AUTO
+
+REPO = Path(__file__).resolve().parents[1]
+LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
+               *(REPO / "examples" / "logs").glob("*.log")])
+
+pytestmark = pytest.mark.skipif(not parallel.available(), reason="no fork here")
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    catalog = load_catalog()
+    return catalog, Engine(catalog.records)
+
+
+def _scan(loaded, inputs, jobs, *, read_size, version=AUTO, input_format="auto", split=None):
+    catalog, engine = loaded
+    err = io.StringIO()
+    dicts, lines = scan_events([str(p) for p in inputs], catalog, engine=engine, jobs=jobs,
+                               read_size=read_size, sglang_version=version, err=err,
+                               input_format=input_format, split=split)
+    return dicts, lines, err.getvalue()
+
+
+def _same(loaded, inputs, *, read_size, jobs=(2, 3), **kw):
+    one = _scan(loaded, inputs, 1, read_size=read_size, **kw)
+    for j in jobs:
+        assert _scan(loaded, inputs, j, read_size=read_size, **kw) == one, f"-j {j}"
+    return one
+
+
+@pytest.fixture(scope="module")
+def concatenated(tmp_path_factory):
+    path = tmp_path_factory.mktemp("logs") / "all.log"
+    path.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in LOGS))
+    return path
+
+
+def test_there_are_logs():
+    assert len(LOGS) > 100
+
+
+def test_every_log_as_many_files(loaded):
+    dicts, lines, _ = _same(loaded, LOGS, read_size=2048)
+    assert len(dicts) > 100 and lines > 5_000
+
+
+def test_the_largest_logs_one_by_one_cut_small(loaded):
+    for log in sorted(LOGS, key=lambda p: p.stat().st_size)[-12:]:
+        _same(loaded, [log], read_size=256, jobs=(2,))
+
+
+@pytest.mark.parametrize("version", [AUTO, "all"])
+def test_concatenated_cut_everywhere(loaded, concatenated, version):
+    dicts, _, _ = _same(loaded, [concatenated], read_size=1024, version=version)
+    assert parallel.last["tasks"] > 8
+    assert parallel.last["reads_from_workers"] > parallel.last["reads_again"]
+    assert any(d.get("ranks") and len(d["ranks"]) > 1 for d in dicts)  # a multi-rank group
+
+
+def test_cri_with_partials_across_cuts(loaded, concatenated, tmp_path):
+    out = []
+    for i, line in enumerate(concatenated.read_bytes().split(b"\n")[:-1]):
+        ts = b"2026-01-01T00:00:%02d.%09dZ" % (i // 1_000_000 % 60, i % 1_000_000)
+        if i % 7 == 0 and len(line) > 20:  # a partial: its pieces across reads
+            out += [ts + b" stderr P " + line[:11], ts + b" stderr P " + line[11:17],
+                    ts + b" stderr F " + line[17:]]
+        else:
+            out.append(ts + b" stdout F " + line)
+    path = tmp_path / "cri.log"
+    path.write_bytes(b"\n".join(out) + b"\n")
+    dicts, _, _ = _same(loaded, [path], read_size=1024)
+    assert dicts
+
+
+def test_docker_across_cuts(loaded, concatenated, tmp_path):
+    lines = concatenated.read_text(errors="replace").split("\n")[:3000]
+    path = tmp_path / "docker.log"
+    path.write_text("".join(json.dumps({"log": x + "\n", "stream": "stderr",
+                                        "time": "2026-01-01T00:00:00Z"}) + "\n" for x in lines))
+    _same(loaded, [path], read_size=2048, jobs=(2,))
+
+
+def test_text_json_and_exit_code(loaded, concatenated):
+    catalog, _ = loaded
+    outs = {}
+    for fmt in ("text", "json"):
+        for j in (1, 2):
+            buf = io.StringIO()
+            code = cmd_scan([str(concatenated), str(LOGS[0])], fmt, catalog, buf, jobs=j,
+                            err=io.StringIO())
+            outs[fmt, j] = (code, buf.getvalue())
+        assert outs[fmt, 1] == outs[fmt, 2]
+
+
+def test_generated_bench_log(loaded, tmp_path):
+    log = tmp_path / "bench.log"
+    subprocess.run([sys.executable, str(REPO / "bench" / "genlog.py"), "-n", "30000", "-o",
+                    str(log), "--error-every", "300"], check=True, capture_output=True)
+    dicts, lines, _ = _same(loaded, [log], read_size=64 * 1024, version="all")
+    assert lines >= 30_000 and len(dicts) > 50
+
+
+def test_stdin_and_files_and_the_same_file_twice(loaded, concatenated, monkeypatch):
+    for j in (1, 2):
+        data = LOGS[1].read_bytes()
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        got = _scan(loaded, [concatenated, "-", concatenated], j, read_size=4096)
+        if j == 1:
+            want = got
+    assert got == want
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=12))
+def test_any_cuts(loaded, concatenated, cuts):
+    read_size = 1 + concatenated.stat().st_size // 400
+    one = _scan(loaded, [concatenated], 1, read_size=read_size)
+    assert _scan(loaded, [concatenated], 2, read_size=read_size,
+                 split=lambda chunks, jobs: cuts) == one
+
+
+def test_split_file():
+    assert parallel.split_file(100, 1) == [0]
+    assert parallel.split_file(5, 2) == [0]
+    cuts = parallel.split_file(167, 2)
+    assert cuts[0] == 0 and len(cuts) == 8 and cuts == sorted(set(cuts))
+    assert parallel.usable_cores() >= 1
+
+
+def test_an_unreadable_input_is_the_same_error(loaded, concatenated, tmp_path):
+    from matcher.cli import UsageError
+
+    said = set()
+    for j in (1, 2):
+        for bad in (tmp_path / "missing.log", tmp_path):
+            with pytest.raises(UsageError) as e:
+                _scan(loaded, [concatenated, bad], j, read_size=1024)
+            said.add((bad, str(e.value)))
+    assert len(said) == 2
