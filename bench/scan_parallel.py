@@ -1,0 +1,133 @@
+"""`scan -j 2` side by side with `scan -j 1` and `grep -E -c -f` with the same patterns (issue 18).
+
+One run, commands interleaved (a busy minute slows each alike), medians of `--runs` runs after
+a warm-up of each, whole command wall time, start-up included; also the start-up alone (a scan
+of an empty file), to give the ratios net of it. Outputs of -j 1 and -j 2 are compared, and
+the machine's load average is recorded at start and end: the machine is shared.
+
+grep with the full catalog takes minutes per million lines: it reads a smaller log of the
+same generator (`--grep-full-lines`), once by default, and is compared per line.
+
+    python bench/scan_parallel.py                 # 1M lines, 5 runs
+    python bench/scan_parallel.py --lines 200000 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import CURATED, GREP, ROOT, SCAN, export, generate
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    wall = time.perf_counter() - t0
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{cmd}: exit {done.returncode}\n{done.stderr[-2000:]}")
+    return wall, done.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lines", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--grep-full-lines", type=int, default=100_000)
+    ap.add_argument("--grep-full-runs", type=int, default=1)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-bench"))
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scan_parallel.json")
+    args = ap.parse_args(argv)
+    work: Path = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SGLANG_MATCHER_REPEAT_INTERVAL": "0"}
+    log = work / f"sglang-{args.lines}.log"
+    truth = generate(log, args.lines, 1, 1000)
+    small = work / f"sglang-{args.grep_full_lines}.log"
+    small_truth = generate(small, args.grep_full_lines, 1, 1000)
+    empty = work / "empty.log"
+    empty.write_bytes(b"")
+    pats = work / "patterns"
+    pats.mkdir(exist_ok=True)
+    full_grep = export("grep", pats / "full.grep")
+    cur_grep = export("grep", pats / "curated.grep", CURATED)
+    curated = [*SCAN, "--no-builtin", "--catalog", str(CURATED)]
+    commands = {
+        "scan -j 1": [*SCAN, "-j", "1", str(log)],
+        "scan -j 2": [*SCAN, "-j", "2", str(log)],
+        "start-up (scan -j 1 of an empty file)": [*SCAN, "-j", "1", str(empty)],
+        "scan curated -j 1": [*curated, "-j", "1", str(log)],
+        "scan curated -j 2": [*curated, "-j", "2", str(log)],
+        "grep -E -c -f curated": [*GREP, str(cur_grep), str(log)],
+    }
+    started = load()
+    runs: dict[str, list[float]] = {name: [] for name in commands}
+    outputs: dict[str, str] = {}
+    for i in range(args.runs + 1):  # the first round warms caches and is not counted
+        for name, cmd in commands.items():
+            wall, out = timed(cmd, env)
+            outputs[name] = out
+            if i:
+                runs[name].append(wall)
+        print(f"[bench] round {i}/{args.runs}: " + ", ".join(
+            f"{n} {r[-1]:.2f} s" for n, r in runs.items() if r and i), file=sys.stderr,
+            flush=True)
+    grep_full = [timed([*GREP, str(full_grep), str(small)], env)[0]
+                 for _ in range(args.grep_full_runs)]
+    ended = load()
+    med = {n: statistics.median(r) for n, r in runs.items()}
+    same = outputs["scan -j 1"] == outputs["scan -j 2"] \
+        and outputs["scan curated -j 1"] == outputs["scan curated -j 2"]
+    start = med["start-up (scan -j 1 of an empty file)"]
+    per_line_grep_full = statistics.median(grep_full) / small_truth["lines"]
+    grep_full_scaled = per_line_grep_full * truth["lines"]
+    ratios = {
+        "scan -j 2 ÷ scan -j 1 (speed-up, start-up included)": med["scan -j 1"] / med["scan -j 2"],
+        "the same, net of start-up": (med["scan -j 1"] - start) / (med["scan -j 2"] - start),
+        "scan curated -j 2 ÷ scan curated -j 1": med["scan curated -j 1"]
+        / med["scan curated -j 2"],
+        "scan -j 2 ÷ grep -E full (speed-up, per line)": grep_full_scaled / med["scan -j 2"],
+        "scan curated -j 2 ÷ grep -E curated (speed-up)": med["grep -E -c -f curated"]
+        / med["scan curated -j 2"],
+    }
+    result: dict[str, Any] = {
+        "lines": truth["lines"], "bytes": truth["bytes"], "runs": args.runs,
+        "cpus": os.cpu_count(), "load_start": started, "load_end": ended,
+        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=ROOT).stdout.strip(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "median_s": {n: round(v, 3) for n, v in med.items()},
+        "runs_s": {n: [round(x, 3) for x in r] for n, r in runs.items()},
+        "grep_full": {"lines": small_truth["lines"], "runs_s": [round(x, 2) for x in grep_full],
+                      "scaled_to_log_s": round(grep_full_scaled, 1)},
+        "ratios": {k: round(v, 3) for k, v in ratios.items()},
+        "same_output": same,
+    }
+    print(f"scan -j 1 / -j 2 / grep, {truth['lines']:,} lines ({truth['bytes'] / 1e6:.0f} MB), "
+          f"median of {args.runs}, {os.cpu_count()} CPUs, load {started} → {ended}")
+    for n, v in med.items():
+        print(f"  {n:<40} {v:8.3f} s")
+    print(f"  {'grep -E -c -f full (per line, scaled)':<40} {grep_full_scaled:8.1f} s "
+          f"({small_truth['lines']:,} lines in {statistics.median(grep_full):.1f} s)")
+    for k, v in ratios.items():
+        print(f"  {k:<55} {v:6.2f}")
+    print(f"  -j 1 and -j 2 print the same events: {'yes' if same else 'NO'}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
