@@ -122,12 +122,14 @@ def by_raising_file(record: Record, matches: list[Match]) -> list[Match]:
     """Among the records of the best match's layer (not curated), those raised in the file
     the traceback shows raising come first: the same message raised in two places (moved between releases, or two sites) is
     told apart by where it was raised, not by which record is more specific."""
-    where = raising_file(record)
-    if where is None or len(matches) < 2 or matches[0].pattern.layer == "curated":
+    if len(matches) < 2 or matches[0].pattern.layer == "curated":
         return matches  # a curated record's remediation wins wherever it says it is raised
     best = matches[0]
     if best.on_header:
         return matches  # no exception line matched: nothing to tell apart
+    where = raising_file(record)  # the frames are read only when there is a choice to make
+    if where is None:
+        return matches
     # Only records of the same exception line compete: a generic record of the traceback's
     # header (`Scheduler hit an exception:`, raised in scheduler.py) must not pass over the
     # exception's own record because the traceback passes through its file.
