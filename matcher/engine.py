@@ -227,9 +227,7 @@ class Engine:
                     stored_ok = cache.store(key, loaded)
                     status = ("rebuilt" if cache.last_corrupt else "miss") if stored_ok \
                         else "unwritable"
-            if self.stats.cache == "off" or status != "off":
-                self.stats.cache = status if self.stats.cache == "off" \
-                    else f"{self.stats.cache}+{status}"
+            self.stats.cache = f"precompiled+{status}" if self._parts else status
             self._add_part(rest, loaded)
             chunks.append(loaded.chunk)
         if use_hs and chunks and all(c is not None for c in chunks):
