@@ -318,6 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to write it (default: the package's matcher/_precompiled)")
     pre.add_argument("--patterns", type=Path, metavar="DIR",
                      help="the built-in catalog's directory (default: the package's)")
+    pre.add_argument("--if-needed", action="store_true",
+                     help="only if the artifact there does not fit this catalog, code, "
+                          "Hyperscan and machine (the container image's build runs this)")
     export = csub.add_parser(
         "export", help="the catalog's patterns for grep -E -f (POSIX ERE) or as an mtail program")
     export.add_argument("--dialect", choices=("grep", "mtail"), required=True)
@@ -358,7 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "catalog" and args.catalog_command == "export":
             return cmd_export(args.dialect, args.paths, args.output, sys.stdout)
         if args.command == "catalog" and args.catalog_command == "precompile":
-            return cmd_precompile(args.output, args.patterns, sys.stdout)
+            return cmd_precompile(args.output, args.patterns, sys.stdout,
+                                  if_needed=args.if_needed)
     except UsageError as e:
         print(f"sglang-matcher: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -370,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-def cmd_precompile(output: Path | None, patterns: Path | None, out: TextIO) -> int:
+def cmd_precompile(output: Path | None, patterns: Path | None, out: TextIO, *,
+                   if_needed: bool = False) -> int:
     """`catalog precompile`: the built-in catalog compiled once, loaded as it is by every start
     that fits it (`matcher.precompiled`)."""
     import time
@@ -381,6 +386,12 @@ def cmd_precompile(output: Path | None, patterns: Path | None, out: TextIO) -> i
     start = time.perf_counter()
     dest = output or precompiled.default_dir()
     base = patterns or builtin_patterns_dir()
+    if if_needed:
+        fits, note = precompiled.check(base, dest)
+        if fits is not None:
+            out.write(f"{dest}: fits, nothing to do\n")
+            return EXIT_OK
+        out.write(f"{dest}: {note}\n")
     catalog = load_catalog(builtin_dir=base, precompiled=False)
     if catalog.issues:
         raise CatalogError(list(catalog.issues))

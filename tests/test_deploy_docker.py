@@ -89,7 +89,7 @@ def test_the_copied_files_exist_and_are_what_the_wheel_build_needs():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
     needed = {"pyproject.toml", project["project"]["readme"], *wheel["packages"],
-              *wheel["force-include"]}
+              *wheel["force-include"], *(h["path"] for h in wheel.get("hooks", {}).values())}
     copied = set()
     for word, args in instructions():
         if word == "COPY" and not args.startswith("--from"):
