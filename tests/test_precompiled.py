@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO
 
 from matcher import topology
 from matcher.catalog import load_catalog
@@ -28,6 +27,8 @@ from matcher.daemon import Daemon, Wakeup, stderr_logger
 from matcher.engine import Engine
 from matcher.precompiled import StoredRecord, build
 
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
 GENERATED = REPO / "patterns" / "sglang" / "generated" / "sglang.jsonl"
 CURATED = REPO / "patterns" / "sglang" / "curated"
 _RUN = topology.Compilation._run
