@@ -47,6 +47,9 @@ CHECKPOINT_RETENTION = 7 * 24 * 3600.0
 # the full one: at most this many bytes, then reading waits for the compile.
 REPLAY_LIMIT = 64 << 20
 PROGRESS_EVERY = 5.0  # seconds between `catalog_compiling` log lines
+# A stop while the catalog compiles waits this long for it (within Kubernetes' default 30 s
+# grace period), so that it stays exactly-once.
+STOP_COMPILE_WAIT = 25.0
 
 
 def stderr_logger(stream: TextIO = sys.stderr) -> Logger:
@@ -230,6 +233,24 @@ class Daemon:
             self.shutdown()
         return 0
 
+    def _finish_compilation(self) -> None:
+        """Stopping while the full catalog compiles: wait for it (up to `STOP_COMPILE_WAIT`)
+        and take it, so that the stop is exactly-once as ever. Past that, stop without it:
+        no position moves past what only the partial layers matched, and the next start reads
+        it again (their events may then repeat: at least once)."""
+        comp = self.topo.compilation
+        if comp is None:
+            return
+        deadline = self.clock() + STOP_COMPILE_WAIT
+        while not comp.finished and self.clock() < deadline:
+            time.sleep(0.05)
+        if comp.finished:
+            self._follow_compilation(self.clock())
+            return
+        self.log.warning("stopping_while_compiling", progress=comp.reason,
+                         detail="the lines read since the start are read again at the next "
+                                "start; events already emitted for them may repeat")
+
     def _follow_compilation(self, now: float) -> None:
         """While the full catalog compiles: say how far it is (`/readyz`, a log line every few
         seconds); once it is in, take it."""
@@ -291,6 +312,7 @@ class Daemon:
     def shutdown(self) -> None:
         """Drain: read what is there, flush open records and windows, final checkpoint."""
         self.notifier.stopping()
+        self._finish_compilation()
         topo = self.topo
         topo.files.stop_watching()
         now = self.clock()

@@ -162,10 +162,10 @@ def _events(out: io.StringIO) -> list[tuple]:
 
 
 def _run_daemon(log: Path, state: Path, base: Path, *, compile_later: bool, monkeypatch,
-                during=None) -> tuple[list[tuple], str]:
+                during=None, reads: int | None = None) -> tuple[list[tuple], str]:
     """Run the daemon over `log` from its beginning until it has read it all, with the built-in
     catalog under `base` loaded from its sources; `during(daemon)` runs while the catalog
-    compiles (which waits for it)."""
+    compiles (which waits for it). `reads`: the bytes it reads (default: the whole log)."""
     def load(config):
         return load_catalog(builtin_dir=base, precompiled=False,
                             generated=config.sglang_version != "none")
@@ -200,7 +200,7 @@ def _run_daemon(log: Path, state: Path, base: Path, *, compile_later: bool, monk
             while daemon.topo.compilation is not None and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert daemon.topo.compilation is None, err.getvalue()[-3000:]
-        size = log.stat().st_size
+        size = log.stat().st_size if reads is None else reads
         deadline = time.monotonic() + 30
         while daemon.topo.pipeline.stats.bytes < size and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -253,3 +253,32 @@ def test_lines_read_while_the_catalog_compiles_are_matched_again_without_duplica
     assert done and done[0]["events_already_emitted"] >= len(early)
     # (the rest: tracebacks and groups still open when it came in)
     assert done[0]["events_added"] <= len(want) - done[0]["events_already_emitted"]
+
+
+def test_a_stop_while_the_catalog_compiles_waits_for_it_and_stays_exactly_once(
+        shipped, tmp_path, monkeypatch):
+    """SIGTERM before the full catalog is in: the daemon waits for it, emits what it adds and
+    saves its positions; started again, it emits nothing twice."""
+    logs = sorted((FIXTURES / "sglang" / "launch").glob("*.log"))[:20]
+    log = tmp_path / "server.log"
+    log.write_text("".join(p.read_text(encoding="utf-8", errors="replace").rstrip("\n") + "\n"
+                           for p in logs), encoding="utf-8")
+    size = log.stat().st_size
+    base = shipped[0]
+    want, _ = _run_daemon(log, tmp_path / "s1", base, compile_later=False,
+                          monkeypatch=monkeypatch)
+
+    def during(daemon):
+        deadline = time.monotonic() + 30
+        while daemon._replay_bytes < size and time.monotonic() < deadline:
+            time.sleep(0.02)
+        daemon.request_stop()  # the compile is still held: the stop waits for it
+
+    got, err = _run_daemon(log, tmp_path / "s2", base, compile_later=True,
+                           monkeypatch=monkeypatch, during=during)
+    assert len(want) > 10
+    assert sorted(got) == sorted(want)
+    assert '"stopping_while_compiling"' not in err
+    again, _ = _run_daemon(log, tmp_path / "s2", base, compile_later=False,
+                           monkeypatch=monkeypatch, reads=0)
+    assert again == []
