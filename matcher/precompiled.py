@@ -125,27 +125,46 @@ class Store:
         self.matched_records = tuple(r for r in records if r.raised_in is None)
 
     def fill(self, record: StoredRecord) -> None:
-        at = object.__getattribute__(record, "_at")
-        lo, hi = self._offsets[at], self._offsets[at + 1]
+        """Set the record's other fields from `records.data`: one read for an event's record;
+        after `_BULK` of them (a command going through every record: `explain`, `stats`), every
+        record's at once."""
         with self._lock:
-            try:
-                object.__getattribute__(record, LAZY[0])
-                return  # another thread filled it
-            except AttributeError:
-                pass
+            if _filled(record):
+                return  # another thread did
+            if self.filled >= _BULK:
+                data = (self.directory / "records.data").read_bytes()
+                for r in self.records:
+                    if not _filled(r):
+                        at = object.__getattribute__(r, "_at")
+                        self._set(r, data[self._offsets[at]:self._offsets[at + 1]])
+                return
+            at = object.__getattribute__(record, "_at")
+            lo, hi = self._offsets[at], self._offsets[at + 1]
             fd = os.open(self.directory / "records.data", os.O_RDONLY)
             try:
-                data = os.pread(fd, hi - lo, lo)
+                self._set(record, os.pread(fd, hi - lo, lo))
             finally:
                 os.close(fd)
-            values = pickle.loads(data)
-            for name, value in zip(LAZY, values, strict=True):
-                object.__setattr__(record, name, value)
-            self.filled += 1
+
+    def _set(self, record: StoredRecord, data: bytes) -> None:
+        for name, value in zip(LAZY, pickle.loads(data), strict=True):
+            object.__setattr__(record, name, value)
+        self.filled += 1
 
     def engine_form(self) -> CompiledForm:
         return decode_form(self.directory / "engine.bin", self.manifest["key"],
                            len(self.matched_records))
+
+
+_BULK = 256
+
+
+def _filled(record: StoredRecord) -> bool:
+    try:
+        object.__getattribute__(record, LAZY[0])
+    except AttributeError:
+        return False
+    return True
 
 
 def store_of(records: Sequence[CatalogRecord]) -> tuple[Store, set[int]] | None:
