@@ -164,6 +164,10 @@ class Telemetry:
         self._checkpoint_writes_child = self._series(self._checkpoint_writes)
         self._heartbeat_child = self._series(self._heartbeat)
         self._heartbeat_child.set(wall())
+        # Start counts as the last success: nothing has failed yet, and the first save may wait
+        # (the full catalog compiling holds positions back) — the alert on "no success for 5
+        # minutes" must not read a 0 and fire at once.
+        self._series(self._checkpoint_last).set(wall())
         self._series(self._checkpoint_failures)
         self._suppressed_child = self._series(self._suppressed)
         for result in ("ok", "failed"):

@@ -115,18 +115,20 @@ def test_the_rendered_copies_are_up_to_date_and_grafana_safe():
 
 def test_heartbeat_and_checkpoint_timestamps_are_series_the_alerts_can_read():
     """The stalled and checkpoint alerts read `time() - x`: the heartbeat is set at start and
-    on every `heartbeat()`, the last checkpoint time only once one succeeded."""
+    on every `heartbeat()`, the last checkpoint time at start and then at each success — not 0
+    before the first one (an unlabelled gauge reads 0 until set, and `time() - 0 > 300` fired
+    SglangMatcherCheckpointFailing while a fresh daemon compiled its catalog, holding positions)."""
     now = [1000.0]
     registry = CollectorRegistry()
     t = Telemetry(registry, CapturingLogger(), {"pod": "p"}, wall=lambda: now[0])
     def value(name: str) -> float | None:
         return registry.get_sample_value(name, {"pod": "p"})
     assert (value("sglang_matcher_heartbeat_timestamp_seconds"),
-            value("sglang_matcher_last_checkpoint_success_timestamp_seconds")) == (1000.0, None)
+            value("sglang_matcher_last_checkpoint_success_timestamp_seconds")) == (1000.0, 1000.0)
     now[0] = 1005.0
     t.heartbeat()
     t.checkpoint_failed("disk full")
-    assert value("sglang_matcher_last_checkpoint_success_timestamp_seconds") is None
+    assert value("sglang_matcher_last_checkpoint_success_timestamp_seconds") == 1000.0
     now[0] = 1007.0
     t.checkpoint_written()
     assert (value("sglang_matcher_heartbeat_timestamp_seconds"),

@@ -453,3 +453,13 @@ def test_pattern_info_of_a_real_failure_names_it_and_its_fix():
                "radix cache is used",
         "doc_url": "https://github.com/sgl-project/sglang/blob/0132848349585cfe6aae51c4941cbae8"
                    "72505f8a/python/sglang/srt/server_args.py#L6800-L6836"}
+
+
+def test_a_fresh_start_is_not_a_checkpoint_failure() -> None:
+    """Before the first save (which waits while the full catalog compiles) the last-success
+    time is the start, not 0: `time() - 0 > 300` fired SglangMatcherCheckpointFailing on every
+    start that compiled (found by the Alertmanager test)."""
+    registry = CollectorRegistry()
+    telemetry(registry, wall=lambda: 1_700_000_123.0)
+    assert registry.get_sample_value("sglang_matcher_last_checkpoint_success_timestamp_seconds",
+                                     {"cluster": "c1"}) == 1_700_000_123.0

@@ -77,7 +77,9 @@ class DaemonProcess:
             raise AssertionError(f"daemon did not start:\n{self.err.read_text()[-3000:]}")
         return self
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 45.0) -> int:
+        """SIGTERM and wait. A daemon stopped while the full catalog still compiles (a fresh
+        cache, no precompiled catalog: the first daemon of a CI run) waits up to 25 s for it."""
         assert self.proc is not None
         self.proc.send_signal(sig)
         rc = self.proc.wait(timeout)
