@@ -33,7 +33,6 @@ import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
@@ -51,6 +50,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from matcher import __version__
+from matcher.aggregate import log_time
 from matcher.backoff import Backoff
 from matcher.redact import Redactor
 from matcher.telemetry import Telemetry
@@ -192,17 +192,6 @@ def _nanos(seconds: float) -> int:
         return 0
     whole = int(seconds)
     return whole * 1_000_000_000 + round((seconds - whole) * 1e9)
-
-
-def log_time(log_ts: str | None) -> float | None:
-    """Seconds since the epoch of the log's own timestamp (sglang's `2026-01-01 12:00:00`,
-    this host's local time; an ISO time with its offset as it says), None if it does not parse."""
-    if not log_ts:
-        return None
-    try:
-        return datetime.fromisoformat(log_ts.replace(",", ".")).timestamp()
-    except ValueError:
-        return None
 
 
 def log_record(d: Mapping[str, Any]) -> LogRecord:
