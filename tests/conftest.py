@@ -20,6 +20,22 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _full_catalog_compiled_once():
+    """Compile the built-in catalog once, into the cache the daemons under test read.
+
+    Where no precompiled catalog fits (a checkout, CI's editable install) a daemon reads with the
+    curated layer and compiles the full catalog in a thread; every daemon a test stopped before
+    that finished compiled it again, and a few of them at once took the two cores from the
+    daemon a timing-sensitive test was watching (a copytruncate copy judged too late, read
+    twice). Compiled here, each daemon has the full catalog from the cache in about a second,
+    as a deployed one has it from the wheel's precompiled catalog."""
+    from matcher.catalog import load_catalog
+    from matcher.engine import Engine
+
+    Engine(load_catalog().records)
+
+
 @pytest.fixture
 def cache_dir(tmp_path):
     """A cache directory of the test's own, chosen as the application would (`matcher.cache`)."""
