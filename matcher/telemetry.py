@@ -173,6 +173,10 @@ class Telemetry:
         for result in ("ok", "failed"):
             self._reloads.labels(result=result, **self._static)
 
+    def use_redactor(self, redactor: Redactor) -> None:
+        """A reload's redaction patterns apply to every field logged from now on."""
+        self._redactor = redactor
+
     # -- reading --------------------------------------------------------------------------
 
     def lines(self, source: str, n: int, nbytes: int) -> None:

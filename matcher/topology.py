@@ -348,7 +348,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         files = prev.files
         files.reconfigure(kept, telemetry, max_open)
         metrics.reload(catalog, redactor=redactor)
-        telemetry._redactor = redactor
+        telemetry.use_redactor(redactor)
     else:
         files = FileSource(kept, state, telemetry, max_open_files=max_open, clock=clock,
                            wall=wall, wake=hooks.wake, should_stop=hooks.should_stop)

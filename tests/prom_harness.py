@@ -70,9 +70,52 @@ def served_url(daemon: Any) -> str | None:
     return None
 
 
-class Prometheus:
+class ServerProcess:
+    """A server the test starts on loopback: launched, polled until its `/-/ready` says 200,
+    terminated at exit; `alive()` says why it stopped (for `poll`)."""
+
+    name = "server"
+    tmp: Path
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def launch(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT,
+                                         cwd=self.tmp, env=env)
+        try:
+            poll(f"{self.name} ready",
+                 lambda: fetch(f"http://127.0.0.1:{self.port}/-/ready")[0] == 200, 30,
+                 self.alive)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+    def alive(self) -> str:
+        """'' while the server runs, else why it stopped."""
+        if self.proc is not None and self.proc.poll() is None:
+            return ""
+        code = None if self.proc is None else self.proc.returncode
+        return f"{self.name} exited with {code}:\n{self.log.read_text()[-3000:]}"
+
+
+class Prometheus(ServerProcess):
     """`prometheus` scraping `targets` (HOST:PORT) as job `sglang-matcher`, with `rule_files`,
     sending its alerts to `alertmanagers` (HOST:PORT)."""
+
+    name = "prometheus"
 
     def __init__(self, tmp_path: Path, targets: Sequence[str],
                  rule_files: Sequence[Path] = (), alertmanagers: Sequence[str] = ()) -> None:
@@ -89,40 +132,12 @@ class Prometheus:
             + f"scrape_configs:\n  - job_name: {JOB}\n    static_configs:\n"
             f"      - targets: {json.dumps(list(targets))}\n")
         self.log = tmp_path / "prometheus.log"
-        self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Self:
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [tool("prometheus"), f"--config.file={self.config}",
-                 f"--storage.tsdb.path={self.tmp / 'data'}",
-                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-                stdout=out, stderr=subprocess.STDOUT, cwd=self.tmp)
-        try:
-            poll("prometheus ready", lambda: fetch(f"{self.api}/-/ready")[0] == 200, 30,
-                 self.alive)
-        except BaseException:
-            self.__exit__()
-            raise
+        self.launch([tool("prometheus"), f"--config.file={self.config}",
+                     f"--storage.tsdb.path={self.tmp / 'data'}",
+                     f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"])
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-    def alive(self) -> str:
-        """'' while the server runs, else why it stopped (for `poll`)."""
-        if self.proc is not None and self.proc.poll() is None:
-            return ""
-        code = None if self.proc is None else self.proc.returncode
-        return f"prometheus exited with {code}:\n{self.log.read_text()[-3000:]}"
 
     def api_query(self, q: str) -> dict[str, Any]:
         """The whole answer of /api/v1/query (status, data or errorType/error)."""

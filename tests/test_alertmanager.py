@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from debian import require_tool
-from prom_harness import Prometheus, fetch, free_port, poll, served_url
+from prom_harness import Prometheus, ServerProcess, free_port, poll, served_url
 from watch_harness import DaemonProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,8 +96,10 @@ def routed_config(receiver_url: str) -> dict[str, Any]:
     return config
 
 
-class Alertmanager:
+class Alertmanager(ServerProcess):
     """`prometheus-alertmanager` on 127.0.0.1 with `config`, no cluster, its data in `tmp`."""
+
+    name = "alertmanager"
 
     def __init__(self, tmp: Path, config: dict[str, Any]) -> None:
         self.tmp = tmp
@@ -105,41 +107,14 @@ class Alertmanager:
         self.config = tmp / "alertmanager.yml"
         self.config.write_text(yaml.safe_dump(config, sort_keys=False))
         self.log = tmp / "alertmanager.log"
-        self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Alertmanager:
         binary = require_tool("prometheus-alertmanager")
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [binary, f"--config.file={self.config}", f"--storage.path={self.tmp / 'am'}",
-                 f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=",
-                 "--log.level=warn"],
-                stdout=out, stderr=subprocess.STDOUT, cwd=self.tmp, env=env)
-        try:
-            poll("alertmanager ready",
-                 lambda: fetch(f"http://127.0.0.1:{self.port}/-/ready")[0] == 200, 30, self.alive)
-        except BaseException:
-            self.__exit__()
-            raise
+        self.launch([binary, f"--config.file={self.config}", f"--storage.path={self.tmp / 'am'}",
+                     f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=",
+                     "--log.level=warn"], env)
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-    def alive(self) -> str:
-        if self.proc is not None and self.proc.poll() is None:
-            return ""
-        code = None if self.proc is None else self.proc.returncode
-        return f"alertmanager exited with {code}:\n{self.log.read_text()[-3000:]}"
 
 
 def test_the_shipped_alertmanager_config_is_valid():
