@@ -17,6 +17,12 @@ which is a pure function of the record), so only it is spread:
   same state and the same bytes, so the worker's records are the ones a single process makes
   there. Where it differs — a traceback, a CRI partial or a learned wrapper straddling the cut
   — the parent reads on itself from the true state, chunk by chunk, until the two states meet.
+- Line numbers are the one thing a worker cannot know: the lines before its task are read by
+  others. It counts from its warm-up read, and states are compared with every line number
+  taken relative to the splitter's (`state_of`); where they meet, the parent knows the true
+  number there and moves the worker's records and reading state by the difference
+  (`_renumber`). Counting the lines before each task first took every core a pass over the
+  whole input (a fifth of the work on a 1 GB log) before any task could start.
 - The records then go, chunk by chunk as `Pipeline.feed` would hand them on, through the
   parent's one `Pipeline.aggregate`: the picking of a release under "auto", the grouping of
   ranks and consequences, the repeat windows, all in log order. Ends of files, the counts and
@@ -26,7 +32,8 @@ which is a pure function of the record), so only it is spread:
 So equal output is by construction, and the tests check it on every log in the repository,
 whole and concatenated, at cuts chosen by hypothesis. What the state comparison leaves out:
 counters (added up separately), the framer's `redactor` (the same patterns) and `ranks_seen`,
-which the aggregator reads only with `early`, never set by `scan` (refused here otherwise).
+which the aggregator reads only with `early`, never set by `scan` (refused here otherwise);
+line numbers count relative to the splitter's.
 A pattern that times out (`Engine`'s quarantine) makes any run, one process or N, depend on
 the machine's speed; that is the one way outputs can differ.
 
@@ -59,6 +66,8 @@ from matcher.types import Chunk, Event, Match, Record
 MIN_TASK_CHUNKS = 4
 # Fewer reads than this in all (8 MiB at scan's read size) are read by one process.
 MIN_PARALLEL_READS = 8
+# Events per batch made into dicts by a worker.
+DICT_BATCH = 256
 # Tasks per worker for a file that is cut: enough to even out the load, few enough that the
 # warm-up read of each costs little.
 TASKS_PER_JOB = 4
@@ -92,7 +101,6 @@ class Task:
     source: str
     first: int  # the first read whose records count
     stop: int | None  # the read after the last; None: to the end of the file
-    lineno: int  # lines before the read the worker starts at (`first - 1`, or 0)
     detected: str | None  # the format the file's first read decided (None: not decided)
 
 
@@ -111,6 +119,8 @@ class _Done:
     # The reading state at each boundary from `first` on (`states[k]`: before read first + k);
     # None at a file's start, which needs no comparison.
     states: list[object]
+    # The splitter's line number at each of those boundaries (counted from the warm-up read).
+    linenos: list[int]
     end: Reader
 
 
@@ -118,19 +128,37 @@ def state_of(reader: Reader) -> object:
     """What of a reading state decides what its next chunks make, comparable with `==`.
 
     Everything the three objects hold (so a field added later counts until said otherwise),
-    less: counters, the framer's `redactor` and `ranks_seen` (see the module docstring), and
-    the key of the framer's current record while none is open (then nothing reads it).
+    less: counters, the framer's `redactor` and `ranks_seen` (see the module docstring), the
+    key of the framer's current record while none is open (then nothing reads it), and line
+    numbers as such: each is taken relative to the splitter's, which the state leaves out.
     """
+    line = reader[0]._lineno
+    _renumber(reader, -line)
+    try:
+        splitter, decoder, framer = reader
+        f = {k: v for k, v in vars(framer).items()
+             if k not in ("ranks_seen", "redactor", "learned")}
+        f["learned"] = [(p.pattern, p.flags) for p in framer.learned.shapes]
+        if framer.idle():
+            f["_current"] = ""
+        return copy.deepcopy((
+            {k: v for k, v in vars(splitter).items() if k != "skipped"},
+            {k: v for k, v in vars(decoder).items() if k != "malformed"},
+            f,
+        ))  # a copy: the objects go on changing
+    finally:
+        _renumber(reader, line)
+
+
+def _renumber(reader: Reader, delta: int) -> None:
+    """Move every line number a reading state holds by `delta`: the splitter's count, the
+    first line of each partial container line and of each record being assembled."""
     splitter, decoder, framer = reader
-    f = {k: v for k, v in vars(framer).items() if k not in ("ranks_seen", "redactor", "learned")}
-    f["learned"] = [(p.pattern, p.flags) for p in framer.learned.shapes]
-    if framer.idle():
-        f["_current"] = ""
-    return copy.deepcopy((
-        {k: v for k, v in vars(splitter).items() if k != "skipped"},
-        {k: v for k, v in vars(decoder).items() if k != "malformed"},
-        f,
-    ))  # a copy: the objects go on changing
+    splitter._lineno += delta
+    for partial in decoder._partials.values():
+        partial.lineno += delta
+    for building in framer._open.values():
+        building.lineno += delta
 
 
 # -- the workers ------------------------------------------------------------------------------
@@ -183,11 +211,11 @@ def _run(task: Task) -> _Done:
     source = task.source
     reader = front.reader(source)
     start = max(task.first - 1, 0)
-    reader[0]._lineno = task.lineno
     if task.first > 0:
         reader[1].detected = task.detected
     steps: list[_Step] = []
     states: list[object] = [] if task.first > 0 else [None]
+    linenos: list[int] = [] if task.first > 0 else [0]
     with open(task.path, "rb") as f:
         f.seek(start * read_size)
         c = start
@@ -203,9 +231,10 @@ def _run(task: Task) -> _Done:
                                              for r in records],
                                    _counts(before, front.stats, source)))
             states.append(state_of(reader))
+            linenos.append(reader[0]._lineno)
             c += 1
     reader[2].redactor = None  # the parent's goes in
-    return _Done(steps, states, reader)
+    return _Done(steps, states, linenos, reader)
 
 
 def _pack(m: Match, index: dict[int, int]) -> tuple[int, dict[str, Any]]:
@@ -224,21 +253,6 @@ def _unpack(packed: tuple[int, dict[str, Any]], record: Record,
     i, fields = packed
     pattern = fields.pop("pattern") if i < 0 else records[i]
     return Match(pattern=pattern, record=record, **fields)
-
-
-def _count_lines(span: tuple[str, int, int]) -> int:
-    path, start, end = span
-    n = 0
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            data = f.read(min(left, 1 << 22))
-            if not data:
-                break
-            n += data.count(b"\n")
-            left -= len(data)
-    return n
 
 
 def _dicts(events: list[Event]) -> list[dict[str, Any]]:
@@ -279,7 +293,6 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     if pipeline.aggregator.early:
         raise ValueError("a parallel scan aggregates without `early`")
     plan: list[list[Task]] = []  # per input: its tasks (none: read alone)
-    spans: list[tuple[str, int, int]] = []
     docker = False
     for path, source in inputs:
         plan.append([])
@@ -302,10 +315,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
             if detected is not None else [0]
         for i, first in enumerate(starts):
             stop = starts[i + 1] if i + 1 < len(starts) else None
-            plan[-1].append(Task(path, source, first, stop, 0, detected))
-            if first > 0:  # the newlines before this task's warm-up read, from the last's
-                spans.append((path, max(starts[i - 1] - 1, 0) * read_size,
-                              (first - 1) * read_size))
+            plan[-1].append(Task(path, source, first, stop, detected))
     engine = pipeline.engine
     if docker:
         _ = engine.docker_prefilter  # built once, before the workers are forked
@@ -320,55 +330,69 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     finally:
         gc.unfreeze()
     with pool:
-        tasks = _with_linenos([t for ts in plan for t in ts], pool.map(_count_lines, spans))
+        tasks = [t for ts in plan for t in ts]
         last.clear()
         last.update(tasks=len(tasks), reads_from_workers=0, reads_again=0)
         done = pool.imap(_run, tasks)
-        events: list[Event] = []
+        dicts = _Dicts(pool)
         queue = iter(tasks)
         for (path, source), own in zip(inputs, plan, strict=True):
             if not own:
-                events += read_alone(path, source)
+                dicts.add(read_alone(path, source))
                 continue
             true: Reader | None = None  # the reading state at the boundary reached
             for _ in own:
                 more, true = _take(pipeline, next(queue), next(done), true, records, read_size)
-                events += more
+                dicts.add(more)
             assert true is not None
             pipeline.set_reader(source, *true)
-            events += pipeline.end_of_source(source)
-        events += pipeline.finish()
-        events.sort(key=order)
-        size = max(1, -(-len(events) // (jobs * TASKS_PER_JOB)))
-        parts = pool.map(_dicts, [events[i:i + size] for i in range(0, len(events), size)])
-    return [d for part in parts for d in part]
+            dicts.add(pipeline.end_of_source(source))
+        dicts.add(pipeline.finish())
+        return dicts.ordered(order)
 
 
-def _with_linenos(tasks: list[Task], counts: list[int]) -> list[Task]:
-    """Each split task's `lineno`: the newlines before its warm-up read (a running sum of the
-    counted spans, which follow each other within a file)."""
-    out: list[Task] = []
-    it = iter(counts)
-    total = 0
-    for t in tasks:
-        if t.first == 0:
-            total = 0
-            out.append(t)
-        else:
-            total += next(it)
-            out.append(dataclasses.replace(t, lineno=total))
-    return out
+class _Dicts:
+    """Events made into dicts by the workers as the parent hands them on, in batches queued
+    behind the reading tasks: a worker done with its last task turns to them while the others
+    still read, instead of all of them waiting for the last event. `ordered` gives the dicts
+    in the order a stable sort of the events by `order` gives, as one process emits them."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self._events: list[Event] = []
+        self._waiting: list[Event] = []
+        self._parts: list[Any] = []  # AsyncResults, each of a batch in `_events` order
+
+    def add(self, events: list[Event]) -> None:
+        self._waiting += events
+        if len(self._waiting) >= DICT_BATCH:
+            self._send()
+
+    def _send(self) -> None:
+        batch, self._waiting = self._waiting, []
+        self._events += batch
+        self._parts.append(self._pool.apply_async(_dicts, (batch,)))
+
+    def ordered(self, order: Callable[[Event], Any]) -> list[dict[str, Any]]:
+        if self._waiting:
+            self._send()
+        made = [d for part in self._parts for d in part.get()]
+        at = sorted(range(len(self._events)), key=lambda i: order(self._events[i]))
+        return [made[i] for i in at]
 
 
 def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
           records: Sequence[CatalogRecord], read_size: int) -> tuple[list[Event], Reader]:
     """The events of one task's reads, and the true reading state after them: the worker's
-    from the boundary where its state is the true one; before it, the parent's own reading."""
+    from the boundary where its state is the true one (its line numbers moved to the true
+    ones there); before it, the parent's own reading."""
     source = task.source
     events: list[Event] = []
     k = 0  # reads done by the parent
+    line = 0  # the true line number at boundary k
     if task.first > 0:
         assert true is not None
+        line = true[0]._lineno
         if state_of(true) != result.states[0]:
             pipeline.set_reader(source, *true)
             with open(task.path, "rb") as f:
@@ -378,18 +402,24 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
                     end = (task.first + k) * read_size + len(data)
                     events += pipeline.feed(Chunk(data, source, end))
                     k += 1
-                    if state_of(pipeline.reader(source)) == result.states[k]:
+                    reader = pipeline.reader(source)
+                    if state_of(reader) == result.states[k]:
+                        line = reader[0]._lineno
                         break
                 else:
                     last["reads_again"] += k
                     return events, pipeline.reader(source)
     last["reads_again"] += k
     last["reads_from_workers"] += len(result.steps) - k
+    shift = line - result.linenos[k]
     for step in result.steps[k:]:
         _add_counts(pipeline.stats, source, step.counts)
+        taken = step.records if not shift else \
+            [dataclasses.replace(r, lineno=r.lineno + shift) for r in step.records]
         found = [[_unpack(p, r, records) for p in packed]
-                 for r, packed in zip(step.records, step.matches, strict=True)]
-        events += pipeline.aggregate(step.records, found)
+                 for r, packed in zip(taken, step.matches, strict=True)]
+        events += pipeline.aggregate(taken, found)
+    _renumber(result.end, shift)
     return events, result.end
 
 

@@ -156,7 +156,7 @@ class Store:
                            len(self.matched_records))
 
 
-_BULK = 256
+_BULK = 4096
 
 
 def _filled(record: StoredRecord) -> bool:

@@ -75,6 +75,12 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
 _TAIL = regex.compile(r"""[^\s'"=:,;(){}\[\]<>@/]+\Z""")
 
 
+# The memo of redacted texts: at most this many, each at most this long (a traceback, unique to
+# its event, is longer and would only push the catalog's texts out).
+_SEEN_MAX = 1024
+_SEEN_LONGEST = 2048
+
+
 class Redactor:
     """Replaces secrets in strings and in nested JSON-like values."""
 
@@ -82,13 +88,25 @@ class Redactor:
         extra = tuple(extra_patterns)
         self._extra = len(extra)
         self._patterns = [regex.compile(p) for p in (*DEFAULT_PATTERNS, *extra)]
+        # Texts that needed the patterns, and what they became: a catalog's fix text goes out
+        # with every event of its pattern, and a word like `tokens` in it sends it through all
+        # of them each time.
+        self._seen: dict[str, str] = {}
 
     def text(self, value: str) -> str:
         if self._extra == 0 and not _might_hold_a_secret(value):
             return value  # the common case, decided without a regex
+        done = self._seen.get(value)
+        if done is not None:
+            return done
+        redacted = value
         for p in self._patterns:
-            value = p.sub(_replace, value)
-        return value
+            redacted = p.sub(_replace, redacted)
+        if len(self._seen) >= _SEEN_MAX:
+            self._seen.clear()
+        if len(value) <= _SEEN_LONGEST:
+            self._seen[value] = redacted
+        return redacted
 
     def truncated(self, value: str) -> str:
         """`value` is the head of a longer text whose rest is gone: redact it, and drop its last
@@ -114,14 +132,15 @@ class Redactor:
         return obj
 
 
-# Every default pattern needs one of these (case-insensitively) to match at all.
+# Every default pattern needs one of these (case-insensitively) to match at all; the URL one
+# needs both `://` and an `@` (a catalog's documentation links have the first only).
 _TRIGGERS = ("key", "token", "secret", "password", "passwd", "passphrase", "credential",
-             "authorization", "bearer", "hf_", "sk-", "://")
+             "authorization", "bearer", "hf_", "sk-")
 
 
 def _might_hold_a_secret(value: str) -> bool:
     low = value.lower()
-    return any(t in low for t in _TRIGGERS)
+    return any(t in low for t in _TRIGGERS) or ("://" in low and "@" in low)
 
 
 def _replace(m: regex.Match[str]) -> str:

@@ -104,6 +104,19 @@ def test_forms_that_leaked(form, expected):
     assert expected in out
 
 
+def test_a_text_redacted_again_is_redacted_the_same():
+    """The memo of redacted texts (a fix text goes out with every event of its pattern) hands
+    back the redacted form, never the original, and stays bounded."""
+    r = Redactor()
+    text = "Set --api-key PLANTEDvalue42 and see https://docs.example/tokens"
+    first = r.text(text)
+    assert "PLANTEDvalue42" not in first
+    assert r.text(text) == first
+    for i in range(3000):  # more texts than the memo holds: it empties and starts over
+        assert r.text(f"token={i}x") == "token=***"
+    assert r.text(text) == first
+
+
 NOT_SECRETS = [
     "tokenizer_path='/models/t', max_tokens=128, key_len=64, max_new_tokens: 16",
     "server_args={'tokenizer_mode': 'auto', 'skip_tokenizer_init': False, 'pad_token': '<pad>'}",
