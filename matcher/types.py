@@ -7,14 +7,31 @@ framer made, and slotted because millions of lines pass through them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+import operator
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from matcher.catalog.schema import CatalogRecord
     from matcher.source.checkpoint import CheckpointState
 
 Stream = Literal["stdout", "stderr", ""]
+
+_T = TypeVar("_T", bound=type)
+
+
+def pickled_as_arguments(cls: _T) -> _T:
+    """Pickle a slotted dataclass as its constructor's arguments. The default restores a slotted
+    dataclass field by field through `dataclasses.fields`, three times slower: `scan -j`
+    hands every record from a worker to its parent, and every event back for its JSON."""
+    values = operator.attrgetter(*(f.name for f in fields(cls)))
+
+    def __reduce__(self: object) -> tuple[type, tuple[Any, ...]]:
+        return cls, values(self)
+
+    setattr(cls, "__reduce__", __reduce__)  # noqa: B010 - a method set on a made class
+    return cls
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +43,7 @@ class Chunk:
     end_offset: int
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Line:
     """One log line, decoded, without its newline.
@@ -45,6 +63,7 @@ class Line:
     lineno: int = 0  # 1-based within what this reader saw; 0 when unknown (resumed mid-file)
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class ExceptionLine:
     """One `Class: message` line of a traceback (or a lone line of that shape)."""
@@ -53,6 +72,7 @@ class ExceptionLine:
     message: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Record:
     """A unit of meaning: one plain log line, or one whole Python traceback.
@@ -107,6 +127,7 @@ class Match:
 UNCLASSIFIED = "UnclassifiedError"
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Event:
     """What an operator sees: one real occurrence of a failure, possibly seen on several ranks.

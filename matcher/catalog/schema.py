@@ -6,6 +6,7 @@ The record as read stays in `raw`, unknown fields included, so that what we writ
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
@@ -219,11 +220,8 @@ class CatalogRecord:
         """The solutions: as written, or (`words`) derived again from the record."""
         if self.solutions or not self.words:
             return self.solutions
-        from matcher.catalog.wording import words
-
-        return tuple(words({"errorType": self.error_type, "githubUrl": self.github_url,
-                            "errorMessage": self.error_message},
-                           self.guard.when if self.guard is not None else None))
+        return _derived_words(self.error_type, self.github_url, self.error_message,
+                              self.guard.when if self.guard is not None else None)
 
     @property
     def fix_kind(self) -> str:
@@ -247,6 +245,17 @@ class CatalogRecord:
 
 
 _FIELDS = tuple(f.name for f in fields(CatalogRecord))
+
+
+@functools.lru_cache(maxsize=1024)
+def _derived_words(error_type: str | None, github_url: str | None, error_message: str | None,
+                   when: str | None) -> tuple[str, ...]:
+    """`how_to_fix` of a words-only record, made once per record while it keeps firing (an
+    event of it needs them each time, and making them quotes an issue-search URL)."""
+    from matcher.catalog.wording import words
+
+    return tuple(words({"errorType": error_type, "githubUrl": github_url,
+                        "errorMessage": error_message}, when))
 
 def _same_file(printed: str, suffix: str) -> bool:
     """The printed path ends with `suffix` at a `/`; a path a paste cut to `.../managers/x.py`
