@@ -161,3 +161,57 @@ def test_an_unreadable_input_is_the_same_error(loaded, concatenated, tmp_path):
                 _scan(loaded, [concatenated, bad], j, read_size=1024)
             said.add((bad, str(e.value)))
     assert len(said) == 2
+
+
+def _linenos(obj, path="", seen=None):
+    """Every int under a name holding `lineno` in a reading state's object graph, by path."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, (str, bytes, bytearray, int, float, type(None))):
+        return {}
+    seen.add(id(obj))
+    found = {}
+    if isinstance(obj, dict):
+        items = [(f"[{k!r}]", v) for k, v in obj.items()]
+    elif isinstance(obj, (list, tuple, set)):
+        items = [(f"[{i}]", v) for i, v in enumerate(obj)]
+    else:
+        names = [*getattr(obj, "__dict__", {})]
+        for klass in type(obj).__mro__:
+            names += [n for n in getattr(klass, "__slots__", ()) if hasattr(obj, n)]
+        items = [(f".{n}", getattr(obj, n)) for n in names]
+    for name, value in items:
+        if "lineno" in name and isinstance(value, int):
+            found[path + name] = value
+        else:
+            found.update(_linenos(value, path + name, seen))
+    return found
+
+
+def test_a_reading_state_moves_every_line_number(loaded, tmp_path):
+    """A worker counts lines from its own start; where its state meets the true one the parent
+    moves its line numbers (`_renumber`). Taken on a real state that holds a partial CRI line
+    and a traceback being assembled: every line number in it moves — so a field added later
+    that holds one fails here until `_renumber` knows it — and `state_of` does not see the
+    move."""
+    from matcher.pipeline import Pipeline
+    from matcher.types import Chunk
+
+    text = (REPO / "examples" / "logs" / "scheduler-crash-unknown-architecture.log").read_bytes()
+    lines = text.split(b"\n")
+    at = next(i for i, x in enumerate(lines) if b"Traceback (most recent call last)" in x)
+    ts = b"2026-01-01T00:00:00.000000000Z stderr "
+    cri = b"".join(ts + b"F " + x + b"\n" for x in lines[:at + 3])
+    cri += ts + b"P " + lines[at + 3][:10] + b"\n"  # a partial line, its rest not yet written
+    catalog, engine = loaded
+    pipeline = Pipeline(engine, catalog_version=catalog.version)
+    pipeline.feed(Chunk(cri, "cri.log", len(cri)))
+    reader = pipeline.reader("cri.log")
+    before = _linenos(reader)
+    assert reader[1]._partials and reader[2]._open  # both held across the cut
+    assert {p.split("'")[0] for p in before} == {"[0]._lineno", "[1]._partials[", "[2]._open["}
+    state = parallel.state_of(reader)
+    parallel._renumber(reader, 1000)
+    after = _linenos(reader)
+    assert after.keys() == before.keys()
+    assert {p: after[p] - before[p] for p in before} == dict.fromkeys(before, 1000)
+    assert parallel.state_of(reader) == state
