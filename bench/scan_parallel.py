@@ -2,14 +2,16 @@
 
 One run, commands interleaved (a busy minute slows each alike), medians of `--runs` runs after
 a warm-up of each, whole command wall time, start-up included; also the start-up alone (a scan
-of an empty file), to give the ratios net of it. Outputs of -j 1 and -j 2 are compared, and
-the machine's load average is recorded at start and end: the machine is shared.
+of an empty file), to give the ratios net of it. Two logs of the same generator: the bench log
+(`--lines`, 1M lines, 168 MB) and the catch-up backlog's size (`--big-lines`, 6M lines, 1 GB),
+where the start-up weighs a sixth as much. Outputs of -j 1 and -j 2 are compared, and the
+machine's load average is recorded at start and end: the machine is shared.
 
 grep with the full catalog takes minutes per million lines: it reads a smaller log of the
 same generator (`--grep-full-lines`), once by default, and is compared per line.
 
-    python bench/scan_parallel.py                 # 1M lines, 5 runs
-    python bench/scan_parallel.py --lines 200000 --runs 3
+    python bench/scan_parallel.py                 # 1M and 6M lines, 5 runs: ~4 minutes
+    python bench/scan_parallel.py --lines 200000 --big-lines 0 --runs 3
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lines", type=int, default=1_000_000)
+    ap.add_argument("--big-lines", type=int, default=6_000_000, help="0: no big log")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--grep-full-lines", type=int, default=100_000)
     ap.add_argument("--grep-full-runs", type=int, default=1)
@@ -53,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SGLANG_MATCHER_REPEAT_INTERVAL": "0"}
-    log = work / f"sglang-{args.lines}.log"
-    truth = generate(log, args.lines, 1, 1000)
+    logs = {"": (work / f"sglang-{args.lines}.log", args.lines)}
+    if args.big_lines:
+        logs[" (big)"] = (work / f"sglang-{args.big_lines}.log", args.big_lines)
+    truths = {tag: generate(path, n, 1, 1000) for tag, (path, n) in logs.items()}
     small = work / f"sglang-{args.grep_full_lines}.log"
     small_truth = generate(small, args.grep_full_lines, 1, 1000)
     empty = work / "empty.log"
@@ -65,13 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     cur_grep = export("grep", pats / "curated.grep", CURATED)
     curated = [*SCAN, "--no-builtin", "--catalog", str(CURATED)]
     commands = {
-        "scan -j 1": [*SCAN, "-j", "1", str(log)],
-        "scan -j 2": [*SCAN, "-j", "2", str(log)],
         "start-up (scan -j 1 of an empty file)": [*SCAN, "-j", "1", str(empty)],
-        "scan curated -j 1": [*curated, "-j", "1", str(log)],
-        "scan curated -j 2": [*curated, "-j", "2", str(log)],
-        "grep -E -c -f curated": [*GREP, str(cur_grep), str(log)],
+        "start-up curated": [*curated, "-j", "1", str(empty)],
     }
+    for tag, (path, _) in logs.items():
+        commands.update({
+            f"scan -j 1{tag}": [*SCAN, "-j", "1", str(path)],
+            f"scan -j 2{tag}": [*SCAN, "-j", "2", str(path)],
+            f"scan curated -j 1{tag}": [*curated, "-j", "1", str(path)],
+            f"scan curated -j 2{tag}": [*curated, "-j", "2", str(path)],
+            f"grep -E -c -f curated{tag}": [*GREP, str(cur_grep), str(path)],
+        })
     started = load()
     runs: dict[str, list[float]] = {name: [] for name in commands}
     outputs: dict[str, str] = {}
@@ -88,41 +97,49 @@ def main(argv: list[str] | None = None) -> int:
                  for _ in range(args.grep_full_runs)]
     ended = load()
     med = {n: statistics.median(r) for n, r in runs.items()}
-    same = outputs["scan -j 1"] == outputs["scan -j 2"] \
-        and outputs["scan curated -j 1"] == outputs["scan curated -j 2"]
+    same = all(outputs[f"scan -j 1{tag}"] == outputs[f"scan -j 2{tag}"]
+               and outputs[f"scan curated -j 1{tag}"] == outputs[f"scan curated -j 2{tag}"]
+               for tag in logs)
     start = med["start-up (scan -j 1 of an empty file)"]
+    start_curated = med["start-up curated"]
     per_line_grep_full = statistics.median(grep_full) / small_truth["lines"]
-    grep_full_scaled = per_line_grep_full * truth["lines"]
-    ratios = {
-        "scan -j 2 ÷ scan -j 1 (speed-up, start-up included)": med["scan -j 1"] / med["scan -j 2"],
-        "the same, net of start-up": (med["scan -j 1"] - start) / (med["scan -j 2"] - start),
-        "scan curated -j 2 ÷ scan curated -j 1": med["scan curated -j 1"]
-        / med["scan curated -j 2"],
-        "scan -j 2 ÷ grep -E full (speed-up, per line)": grep_full_scaled / med["scan -j 2"],
-        "scan curated -j 2 ÷ grep -E curated (speed-up)": med["grep -E -c -f curated"]
-        / med["scan curated -j 2"],
-    }
+    ratios: dict[str, float] = {}
+    for tag in logs:
+        j1, j2 = med[f"scan -j 1{tag}"], med[f"scan -j 2{tag}"]
+        c1, c2 = med[f"scan curated -j 1{tag}"], med[f"scan curated -j 2{tag}"]
+        grep_cur = med[f"grep -E -c -f curated{tag}"]
+        ratios.update({
+            f"scan -j 2 ÷ scan -j 1{tag} (speed-up, start-up included)": j1 / j2,
+            f"the same, net of start-up{tag}": (j1 - start) / (j2 - start),
+            f"scan curated -j 2 ÷ scan curated -j 1{tag}": c1 / c2,
+            f"the same, net of start-up, curated{tag}": (c1 - start_curated)
+            / (c2 - start_curated),
+            f"scan -j 2 ÷ grep -E full{tag} (speed-up, per line)":
+                per_line_grep_full * truths[tag]["lines"] / j2,
+            f"scan curated -j 2 ÷ grep -E curated{tag} (speed-up)": grep_cur / c2,
+        })
     result: dict[str, Any] = {
-        "lines": truth["lines"], "bytes": truth["bytes"], "runs": args.runs,
-        "cpus": os.cpu_count(), "load_start": started, "load_end": ended,
+        "logs": {tag or "bench": {"lines": t["lines"], "bytes": t["bytes"]}
+                 for tag, t in truths.items()},
+        "runs": args.runs, "cpus": os.cpu_count(), "load_start": started, "load_end": ended,
         "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, cwd=ROOT).stdout.strip(),
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "median_s": {n: round(v, 3) for n, v in med.items()},
         "runs_s": {n: [round(x, 3) for x in r] for n, r in runs.items()},
-        "grep_full": {"lines": small_truth["lines"], "runs_s": [round(x, 2) for x in grep_full],
-                      "scaled_to_log_s": round(grep_full_scaled, 1)},
+        "grep_full": {"lines": small_truth["lines"], "runs_s": [round(x, 2) for x in grep_full]},
         "ratios": {k: round(v, 3) for k, v in ratios.items()},
         "same_output": same,
     }
-    print(f"scan -j 1 / -j 2 / grep, {truth['lines']:,} lines ({truth['bytes'] / 1e6:.0f} MB), "
-          f"median of {args.runs}, {os.cpu_count()} CPUs, load {started} → {ended}")
+    sizes = ", ".join(f"{t['lines']:,} lines ({t['bytes'] / 1e6:.0f} MB)" for t in truths.values())
+    print(f"scan -j 1 / -j 2 / grep over {sizes}, median of {args.runs}, {os.cpu_count()} CPUs, "
+          f"load {started} → {ended}")
     for n, v in med.items():
-        print(f"  {n:<40} {v:8.3f} s")
-    print(f"  {'grep -E -c -f full (per line, scaled)':<40} {grep_full_scaled:8.1f} s "
-          f"({small_truth['lines']:,} lines in {statistics.median(grep_full):.1f} s)")
+        print(f"  {n:<45} {v:8.3f} s")
+    print(f"  {'grep -E -c -f full':<45} {statistics.median(grep_full):8.1f} s "
+          f"({small_truth['lines']:,} lines; compared per line)")
     for k, v in ratios.items():
-        print(f"  {k:<55} {v:6.2f}")
+        print(f"  {k:<62} {v:6.2f}")
     print(f"  -j 1 and -j 2 print the same events: {'yes' if same else 'NO'}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
