@@ -43,6 +43,7 @@ missing, or for stdin, the scan is the single-process one.
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import gc
@@ -323,28 +324,36 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     _shared.update(engine=engine, pipeline=pipeline, read_size=read_size,
                    index={id(r): i for i, r in enumerate(records)})
     # The workers share the parent's heap until they write to it; the collector would write to
-    # every object it walks, so what exists now is left out of its walks — in the parent too,
-    # until the scan is done: the catalog is some 200,000 objects, and each full collection
-    # that the records and events arriving from the workers set off walked them all (a third
-    # of the parent's time unpickling).
+    # every object it walks, so what exists now is left out of its walks. The parent then runs
+    # without the collector until the scan is done: it makes no cycles, and the records and
+    # events arriving from the workers set off a collection every few hundred objects, which
+    # took a sixth of its time (`gc.freeze` alone left the objects it unpickled to walk).
     gc.freeze()
     try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            return _scan(pool, pipeline, inputs, plan, read_alone, order, records, read_size)
+        pool = multiprocessing.get_context("fork").Pool(jobs)
+    except BaseException:
+        gc.unfreeze()
+        raise
+    gc.disable()
+    try:
+        with pool:
+            return _scan(pool, pipeline, inputs, plan, read_alone, order, records, read_size,
+                         jobs)
     finally:
+        gc.enable()
         gc.unfreeze()
 
 
 def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
           plan: list[list[Task]], read_alone: Callable[[str, str], list[Event]],
           order: Callable[[Event], Any], records: Sequence[CatalogRecord],
-          read_size: int) -> list[dict[str, Any]]:
+          read_size: int, jobs: int) -> list[dict[str, Any]]:
     """`scan` once the workers are forked: the tasks in log order, read by them and taken by
     the parent, and the event dicts in `order`."""
     tasks = [t for ts in plan for t in ts]
     last.clear()
     last.update(tasks=len(tasks), reads_from_workers=0, reads_again=0)
-    done = pool.imap(_run, tasks)
+    done = _Window(pool, tasks, ahead=jobs + 1)
     dicts = _Dicts(pool)
     queue = iter(tasks)
     for (path, source), own in zip(inputs, plan, strict=True):
@@ -353,13 +362,36 @@ def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
             continue
         true: Reader | None = None  # the reading state at the boundary reached
         for _ in own:
-            more, true = _take(pipeline, next(queue), next(done), true, records, read_size)
+            more, true = _take(pipeline, next(queue), done.next(), true, records, read_size)
             dicts.add(more)
         assert true is not None
         pipeline.set_reader(source, *true)
         dicts.add(pipeline.end_of_source(source))
     dicts.add(pipeline.finish())
     return dicts.ordered(order)
+
+
+class _Window:
+    """The tasks' results in order, with `ahead` of them handed to the workers at a time: the
+    event batches `_Dicts` hands on queue between tasks, not behind all of them, so that the
+    last events are all that is left to make into dicts when the last task is read."""
+
+    def __init__(self, pool: Any, tasks: Sequence[Task], *, ahead: int) -> None:
+        self._pool = pool
+        self._tasks = iter(tasks)
+        self._sent: collections.deque[Any] = collections.deque()
+        for _ in range(ahead):
+            self._send()
+
+    def _send(self) -> None:
+        task = next(self._tasks, None)
+        if task is not None:
+            self._sent.append(self._pool.apply_async(_run, (task,)))
+
+    def next(self) -> _Done:
+        result: _Done = self._sent.popleft().get()
+        self._send()
+        return result
 
 
 class _Dicts:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-import structlog
-
 from matcher.redact import Redactor
 from matcher.types import Batch, Event
 
@@ -66,6 +64,8 @@ class EventWriter:
         self._stream = stream
         self._owns_stream = owns_stream
         self._redactor = redactor
+        import structlog  # here: `scan` makes event dicts only, and the import costs 30 ms
+
         renderer: Any = (
             structlog.dev.ConsoleRenderer(colors=False, sort_keys=False)
             if fmt == "console"
