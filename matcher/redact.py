@@ -88,20 +88,25 @@ class Redactor:
         extra = tuple(extra_patterns)
         self._extra = len(extra)
         self._patterns = [regex.compile(p) for p in (*DEFAULT_PATTERNS, *extra)]
+        self._always = (True,) * len(extra)  # a user's pattern: no words known to need
         # Texts that needed the patterns, and what they became: a catalog's fix text goes out
         # with every event of its pattern, and a word like `tokens` in it sends it through all
         # of them each time.
         self._seen: dict[str, str] = {}
 
     def text(self, value: str) -> str:
-        if self._extra == 0 and not _might_hold_a_secret(value):
+        needed = _needed(value.lower())
+        if self._extra == 0 and not any(needed):
             return value  # the common case, decided without a regex
         done = self._seen.get(value)
         if done is not None:
             return done
         redacted = value
-        for p in self._patterns:
-            redacted = p.sub(_replace, redacted)
+        # A pattern whose words are not in the text is not run: it could not match, neither
+        # there nor in what the patterns before it made of it (a mask adds no word).
+        for p, run in zip(self._patterns, (*needed, *self._always), strict=True):
+            if run:
+                redacted = p.sub(_replace, redacted)
         if len(self._seen) >= _SEEN_MAX:
             self._seen.clear()
         if len(value) <= _SEEN_LONGEST:
@@ -132,15 +137,21 @@ class Redactor:
         return obj
 
 
-# Every default pattern needs one of these (case-insensitively) to match at all; the URL one
-# needs both `://` and an `@` (a catalog's documentation links have the first only).
-_TRIGGERS = ("key", "token", "secret", "password", "passwd", "passphrase", "credential",
-             "authorization", "bearer", "hf_", "sk-")
+# The last words of a secret key (`_SECRET_WORD`), as they are in lower-cased text.
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "passphrase", "credential")
 
 
-def _might_hold_a_secret(value: str) -> bool:
-    low = value.lower()
-    return any(t in low for t in _TRIGGERS) or ("://" in low and "@" in low)
+def _needed(low: str) -> tuple[bool, ...]:
+    """Which of `DEFAULT_PATTERNS` can match the lower-cased text at all, in their order: each
+    needs its words. A traceback that says `KeyError` runs the five key patterns, not the ten;
+    the URL pattern needs both `://` and an `@` (a catalog's documentation links have the
+    first only)."""
+    secret = any(w in low for w in _SECRET_WORDS)
+    return ("authorization" in low, "bearer" in low, secret, secret, secret, secret, secret,
+            "hf_" in low, "sk-" in low, "://" in low and "@" in low)
+
+
+assert len(_needed("")) == len(DEFAULT_PATTERNS)
 
 
 def _replace(m: regex.Match[str]) -> str:
