@@ -19,7 +19,8 @@ writes into `matcher/_precompiled/`:
 
 The key is a hash of the catalog's source files, of the code that parses, checks and compiles
 them, of the Hyperscan version and of the machine's architecture. `load` recomputes it (hashing
-70 MB takes 50 ms) and uses the artifact only when it agrees; otherwise — or when loading fails
+70 MB takes 50 ms; a file unchanged since it was last hashed keeps its digest, `_file_rows`) and
+uses the artifact only when it agrees; otherwise — or when loading fails
 (a database built for another CPU: `hyperscan.loadb` refuses it) — the catalog is loaded and
 compiled from its sources as before, and `Catalog.precompiled` / `EngineStats.note` say why
 (the daemon logs it). python-hyperscan compiles for the host it runs on (it passes no platform
@@ -44,6 +45,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from matcher import cache
+from matcher.atomic import write_atomic
 from matcher.catalog.load import catalog_files, code_fingerprint
 from matcher.catalog.schema import _FIELDS, CatalogRecord, Layer
 from matcher.engine import CompiledForm, compile_form, decode_form, encode_form
@@ -199,13 +202,55 @@ def source_files(base: Path) -> list[tuple[Layer, list[Path]]]:
 
 
 def _file_rows(base: Path) -> list[tuple[str, int, str]]:
+    """(path under `base`, size, SHA-256) of each catalog source file.
+
+    A file hashed before keeps its digest while its size, modification and change times and
+    inode are what they were then: any write changes its change time, which no one sets by
+    hand. The digests are kept in the cache directory, when the application chose one
+    (`matcher.cache`): hashing the 70 MB of the built-in catalog was a tenth of each start."""
+    known = _known_digests()
+    seen: dict[str, list[Any]] = {}
     rows = []
     for _layer, paths in source_files(base):
         for path in paths:
-            with path.open("rb") as f:
-                digest = hashlib.file_digest(f, "sha256").hexdigest()
-            rows.append((path.relative_to(base).as_posix(), path.stat().st_size, digest))
+            st = path.stat()
+            mark = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+            name = str(path.resolve())
+            entry = known.get(name)
+            if isinstance(entry, list) and entry[:4] == mark and len(entry) == 5:
+                digest = str(entry[4])
+            else:
+                with path.open("rb") as f:
+                    digest = hashlib.file_digest(f, "sha256").hexdigest()
+            seen[name] = [*mark, digest]
+            rows.append((path.relative_to(base).as_posix(), st.st_size, digest))
+    if any(known.get(name) != entry for name, entry in seen.items()):
+        _keep_digests({**known, **seen})
     return rows
+
+
+_DIGESTS = "precompiled-digests.json"
+
+
+def _known_digests() -> dict[str, Any]:
+    directory = cache.directory()
+    if directory is None:
+        return {}
+    try:
+        known = json.loads((directory / _DIGESTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none yet, or damaged: hash again
+    return known if isinstance(known, dict) else {}
+
+
+def _keep_digests(digests: dict[str, Any]) -> None:
+    directory = cache.directory()
+    if directory is None:
+        return
+    try:
+        write_atomic(directory / _DIGESTS, json.dumps(digests))
+    except OSError:
+        pass  # an unwritable cache: hashed again at the next start, as without one
 
 
 def _key(files: list[tuple[str, int, str]]) -> str:
@@ -268,7 +313,7 @@ def build(out: Path, base: Path, records: Sequence[CatalogRecord], version: str
 
 def check(base: Path, directory: Path | None = None) -> tuple[dict[str, Any] | None, str]:
     """Whether the artifact fits the built-in catalog under `base`: (manifest, "used"), else
-    (None, why not). Hashes the catalog's files (50 ms for 70 MB), loads nothing."""
+    (None, why not). Hashes the catalog's files that changed (50 ms for 70 MB), loads nothing."""
     if os.environ.get(ENV_DISABLE) and directory is None:
         return None, f"not used ({ENV_DISABLE} is set)"
     directory = directory or default_dir()

@@ -139,6 +139,41 @@ def test_an_artifact_that_does_not_fit_is_not_used_and_says_why(shipped, tmp_pat
         .startswith("absent")
 
 
+def test_a_catalog_file_is_hashed_again_only_when_it_changed(shipped, tmp_path, cache_dir,
+                                                             monkeypatch):
+    """Each start checks the artifact against the catalog's files; a file whose size, times and
+    inode are those it had when it was hashed keeps its digest (kept in the cache directory),
+    and a write — even one that keeps its size — makes it hashed again, and the artifact stale."""
+    from matcher import cache, precompiled
+
+    base, _pre = shipped
+    copy = tmp_path / "patterns"
+    shutil.copytree(base, copy)
+    hashed: list[str] = []
+    real = precompiled.hashlib.file_digest
+    monkeypatch.setattr(precompiled.hashlib, "file_digest",
+                        lambda f, name: hashed.append(f.name) or real(f, name))
+    first = precompiled._file_rows(copy)
+    assert len(hashed) == len(first) >= 2  # a new cache directory: every file
+    assert (cache_dir / "precompiled-digests.json").is_file()
+    hashed.clear()
+    assert precompiled._file_rows(copy) == first and hashed == []
+    seed = copy / "sglang" / "curated" / "runtime.json"
+    text = seed.read_text(encoding="utf-8")
+    at = text.index('"')
+    seed.write_text(text[:at] + "'" + text[at + 1:], encoding="utf-8")  # same size
+    again = precompiled._file_rows(copy)
+    assert hashed == [str(seed)]
+    changed = {rel for (rel, _, digest), (_, _, before) in zip(again, first, strict=True)
+               if digest != before}
+    assert changed == {"sglang/curated/runtime.json"}
+    cache.use(None)  # no cache directory chosen: every file hashed, nothing written
+    hashed.clear()
+    (cache_dir / "precompiled-digests.json").unlink()
+    assert precompiled._file_rows(copy) == again and len(hashed) == len(again)
+    assert not (cache_dir / "precompiled-digests.json").exists()
+
+
 def test_a_damaged_engine_is_compiled_instead_and_says_so(shipped, tmp_path):
     base, pre = shipped
     damaged = tmp_path / "pre"
