@@ -54,6 +54,7 @@ count every event, printed or quiet. Nothing is dropped: `finish()` emits whatev
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 from collections import OrderedDict
@@ -114,8 +115,10 @@ def raising_frame(record: Record) -> str:
     return f"{'/'.join(frame.path.split('/')[-2:])}:{frame.function}"
 
 
+@functools.lru_cache(maxsize=256)
 def log_time(log_ts: str | None) -> float | None:
-    """Seconds of sglang's `2026-01-01 12:00:00(.mmm)` (its local time, compared only with itself)."""
+    """Seconds of sglang's `2026-01-01 12:00:00(.mmm)` (its local time, compared only with itself).
+    Remembered: the records of a second, or of a traceback's ranks, share their stamp."""
     if not log_ts:
         return None
     try:
