@@ -47,7 +47,9 @@ def _scan(loaded, inputs, jobs, *, read_size, version=AUTO, input_format="auto",
 def _same(loaded, inputs, *, read_size, jobs=(2, 3), **kw):
     one = _scan(loaded, inputs, 1, read_size=read_size, **kw)
     for j in jobs:
+        parallel.last.clear()
         assert _scan(loaded, inputs, j, read_size=read_size, **kw) == one, f"-j {j}"
+        assert parallel.last, f"-j {j}: read by one process (too small to be worth workers)"
     return one
 
 
@@ -141,6 +143,20 @@ def test_any_cuts(loaded, concatenated, cuts):
     one = _scan(loaded, [concatenated], 1, read_size=read_size)
     assert _scan(loaded, [concatenated], 2, read_size=read_size,
                  split=lambda chunks, jobs: cuts) == one
+
+
+def test_small_inputs_are_read_by_one_process(tmp_path):
+    """Workers start cold: below `MIN_PARALLEL_READS` reads in all, `-j N` (by default the
+    core count) reads with one process, which is faster there."""
+    from matcher.cli import READ_SIZE
+
+    small, large = tmp_path / "small.log", tmp_path / "large.log"
+    small.write_bytes(b"x\n" * 1000)
+    with large.open("wb") as f:  # sparse: no disk used
+        f.truncate(parallel.MIN_PARALLEL_READS * READ_SIZE)
+    assert not parallel.worth_it([str(small)], READ_SIZE)
+    assert parallel.worth_it([str(large)], READ_SIZE) == parallel.available()
+    assert parallel.worth_it([str(small), str(large)], READ_SIZE) == parallel.available()
 
 
 def test_split_file():
