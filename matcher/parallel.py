@@ -352,13 +352,15 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     except BaseException:
         gc.unfreeze()
         raise
+    collecting = gc.isenabled()
     gc.disable()
     try:
         with pool:
             return _scan(pool, pipeline, inputs, plan, read_alone, order, records, read_size,
                          jobs)
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
         gc.unfreeze()
 
 
