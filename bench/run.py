@@ -277,16 +277,10 @@ def latency(work: Path, *, curated: bool, errors: int, rate: int, errors_per_s: 
     sys.path.insert(0, str(ROOT / "bench"))
     import random
 
-    from genlog import Failure, Traffic  # type: ignore[import-not-found]
+    from genlog import Traffic  # type: ignore[import-not-found]
 
-    d = work / ("lat-curated" if curated else "lat-full")
-    shutil.rmtree(d, ignore_errors=True)
-    (d / "state").mkdir(parents=True)
-    logfile = d / "server.log"
-    logfile.write_text("")
-    daemon = Daemon([str(logfile)], d / "state", curated=curated, env=env)
-    daemon.wait_started()
-    time.sleep(1.0)
+    daemon, logfile = _follow_new_log(work / ("lat-curated" if curated else "lat-full"),
+                                      curated=curated, env=env)
     traffic = Traffic(random.Random(7))
     written: dict[str, float] = {}
     t0 = time.monotonic()
@@ -298,18 +292,14 @@ def latency(work: Path, *, curated: bool, errors: int, rate: int, errors_per_s: 
             delay = target - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            ts = time.strftime("%Y-%m-%d %H:%M:%S")
             n += 1
             if n % int(every) == 0:
                 token = f"tok{len(written):06d}"
-                f = Failure("4e2cdd4d6209ebbd", "curated", "ValueError",
-                            LATENCY_LINE.format(token=token).split(": ", 1)[1],
-                            "python/sglang/srt/arg_groups/mamba_hook.py", 90)
-                out.write("\n".join(f.lines(f"[{ts} TP0] ")[:-1]) + "\n")
+                out.write(_token_traceback(token))
                 out.flush()
                 written[token] = time.time()
             else:
-                out.write(traffic.line(ts) + "\n")
+                out.write(traffic.line(time.strftime("%Y-%m-%d %H:%M:%S")) + "\n")
                 out.flush()
         # the last traceback is closed by traffic that follows it
         for _ in range(rate):
@@ -319,12 +309,8 @@ def latency(work: Path, *, curated: bool, errors: int, rate: int, errors_per_s: 
     while time.time() < deadline and len(_arrivals(daemon)) < errors:
         time.sleep(0.2)
     daemon.stop()
-    arrived = _arrivals(daemon)
-    lat = sorted((arrived[t] - w) * 1000 for t, w in written.items() if t in arrived)
-    q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else [float("nan")] * 99
     return {"catalog": "curated" if curated else "full", "errors_written": errors,
-            "events_seen": len(lat), "p50_ms": round(q[49], 1), "p99_ms": round(q[98], 1),
-            "max_ms": round(max(lat), 1) if lat else None, "traffic_lines_per_s": rate,
+            **_latencies(daemon, written, method="exclusive"), "traffic_lines_per_s": rate,
             "errors_per_s": errors_per_s, "env": env}
 
 
@@ -333,26 +319,13 @@ def crash_latency(work: Path, *, curated: bool, crashes: int, env: dict[str, str
     last, and then nothing — no traffic, no next line to close it. Latency = the event's arrival
     on the daemon's stdout − the time the exception line was written and flushed. One crash at
     a time (the next only once the last one's event is out, or 10 s passed)."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from genlog import Failure  # type: ignore[import-not-found]
-
-    d = work / ("crash-curated" if curated else "crash-full")
-    shutil.rmtree(d, ignore_errors=True)
-    (d / "state").mkdir(parents=True)
-    logfile = d / "server.log"
-    logfile.write_text("")
-    daemon = Daemon([str(logfile)], d / "state", curated=curated, env=env)
-    daemon.wait_started()
-    time.sleep(1.0)
+    daemon, logfile = _follow_new_log(work / ("crash-curated" if curated else "crash-full"),
+                                      curated=curated, env=env)
     written: dict[str, float] = {}
     with open(logfile, "a", encoding="utf-8") as out:
         for i in range(crashes):
             token = f"tok{i:06d}"
-            f = Failure("4e2cdd4d6209ebbd", "curated", "ValueError",
-                        LATENCY_LINE.format(token=token).split(": ", 1)[1],
-                        "python/sglang/srt/arg_groups/mamba_hook.py", 90)
-            ts = time.strftime("%Y-%m-%d %H:%M:%S")
-            out.write("\n".join(f.lines(f"[{ts} TP0] ")[:-1]) + "\n")
+            out.write(_token_traceback(token))
             out.flush()
             written[token] = time.time()
             deadline = time.time() + 10
@@ -360,14 +333,43 @@ def crash_latency(work: Path, *, curated: bool, crashes: int, env: dict[str, str
                 time.sleep(0.005)
             time.sleep(0.2)  # the server is gone; the next one starts later
     daemon.stop()
+    # inclusive: with a few hundred samples the exclusive method puts p99 beyond the maximum
+    return {"catalog": "curated" if curated else "full", "crashes": crashes,
+            **_latencies(daemon, written, method="inclusive"), "env": env}
+
+
+def _follow_new_log(d: Path, *, curated: bool, env: dict[str, str]) -> tuple[Daemon, Path]:
+    """A daemon following `d/server.log`, new and empty, started and given a second to settle."""
+    shutil.rmtree(d, ignore_errors=True)
+    (d / "state").mkdir(parents=True)
+    logfile = d / "server.log"
+    logfile.write_text("")
+    daemon = Daemon([str(logfile)], d / "state", curated=curated, env=env)
+    daemon.wait_started()
+    time.sleep(1.0)
+    return daemon, logfile
+
+
+def _token_traceback(token: str) -> str:
+    """The seed's traceback, stamped now, its message carrying `token`, its exception line last."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from genlog import Failure  # type: ignore[import-not-found]
+
+    f = Failure("4e2cdd4d6209ebbd", "curated", "ValueError",
+                LATENCY_LINE.format(token=token).split(": ", 1)[1],
+                "python/sglang/srt/arg_groups/mamba_hook.py", 90)
+    ts = time.strftime("%Y-%m-%d %H:%M:%S")
+    return "\n".join(f.lines(f"[{ts} TP0] ")[:-1]) + "\n"
+
+
+def _latencies(daemon: Daemon, written: dict[str, float], *, method: str) -> dict[str, Any]:
+    """p50, p99 and the maximum of each token's arrival − its write, in ms."""
     arrived = _arrivals(daemon)
     lat = sorted((arrived[t] - w) * 1000 for t, w in written.items() if t in arrived)
-    # inclusive: with a few hundred samples the exclusive method puts p99 beyond the maximum
-    q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 \
+    q = statistics.quantiles(lat, n=100, method=method) if len(lat) >= 2 \
         else [float("nan")] * 99
-    return {"catalog": "curated" if curated else "full", "crashes": crashes,
-            "events_seen": len(lat), "p50_ms": round(q[49], 1), "p99_ms": round(q[98], 1),
-            "max_ms": round(max(lat), 1) if lat else None, "env": env}
+    return {"events_seen": len(lat), "p50_ms": round(q[49], 1), "p99_ms": round(q[98], 1),
+            "max_ms": round(max(lat), 1) if lat else None}
 
 
 def _arrivals(daemon: Daemon) -> dict[str, float]:

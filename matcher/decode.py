@@ -87,6 +87,16 @@ class LineSplitter:
         """Start of a line read in part and still waiting for its newline, if there is one."""
         return self._pending_offset if (self._pending or self._overflow) else None
 
+    @property
+    def lineno(self) -> int:
+        """Lines handed on (or passed over) so far."""
+        return self._lineno
+
+    def renumber(self, delta: int) -> None:
+        """Count lines from elsewhere: `matcher.parallel`'s workers count from their own start,
+        and their count moves to the true one where their reading meets the parent's."""
+        self._lineno += delta
+
     def feed(self, chunk: Chunk) -> list[Line]:
         data = chunk.data
         start = chunk.end_offset - len(data)
@@ -386,6 +396,11 @@ class LineDecoder:
     def pending_offset(self) -> int | None:
         """Start of the earliest partial line still waiting for its last piece."""
         return min((p.offset for p in self._partials.values()), default=None)
+
+    def renumber(self, delta: int) -> None:
+        """Move the line numbers of the partial lines held by `delta` (`LineSplitter.renumber`)."""
+        for partial in self._partials.values():
+            partial.lineno += delta
 
     def detect(self, data: bytes) -> None:
         """Decide the format from the first non-blank complete line of a source's first bytes

@@ -223,6 +223,12 @@ class Framer:
         """No record is open: the next line means nothing unless it starts one (or matches)."""
         return not self._open
 
+    def renumber(self, delta: int) -> None:
+        """Move the line numbers of the records being assembled by `delta`
+        (`LineSplitter.renumber`)."""
+        for building in self._open.values():
+            building.lineno += delta
+
     def open_offsets(self) -> list[int]:
         """Where each record still being assembled starts: its lines are not handed on yet."""
         return [tb.offset for tb in self._open.values()]

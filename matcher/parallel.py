@@ -136,7 +136,7 @@ def state_of(reader: Reader) -> object:
     key of the framer's current record while none is open (then nothing reads it), and line
     numbers as such: each is taken relative to the splitter's, which the state leaves out.
     """
-    line = reader[0]._lineno
+    line = reader[0].lineno
     _renumber(reader, -line)
     try:
         splitter, decoder, framer = reader
@@ -157,12 +157,8 @@ def state_of(reader: Reader) -> object:
 def _renumber(reader: Reader, delta: int) -> None:
     """Move every line number a reading state holds by `delta`: the splitter's count, the
     first line of each partial container line and of each record being assembled."""
-    splitter, decoder, framer = reader
-    splitter._lineno += delta
-    for partial in decoder._partials.values():
-        partial.lineno += delta
-    for building in framer._open.values():
-        building.lineno += delta
+    for part in reader:
+        part.renumber(delta)
 
 
 # -- the workers ------------------------------------------------------------------------------
@@ -233,7 +229,7 @@ def _run(task: Task) -> _Done:
             if c >= task.first:
                 steps.append(_step(front, records, index, _counts(before, front.stats, source)))
             states.append(state_of(reader))
-            linenos.append(reader[0]._lineno)
+            linenos.append(reader[0].lineno)
             c += 1
     reader[2].redactor = None  # the parent's goes in
     return _Done(steps, states, linenos, reader)
@@ -455,7 +451,7 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
     line = 0  # the true line number at boundary k
     if task.first > 0:
         assert true is not None
-        line = true[0]._lineno
+        line = true[0].lineno
         if state_of(true) != result.states[0]:
             pipeline.set_reader(source, *true)
             with open(task.path, "rb") as f:
@@ -467,7 +463,7 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
                     k += 1
                     reader = pipeline.reader(source)
                     if state_of(reader) == result.states[k]:
-                        line = reader[0]._lineno
+                        line = reader[0].lineno
                         break
                 else:
                     last["reads_again"] += k

@@ -62,6 +62,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def scraped_daemon(tmp_path: Path) -> tuple[Path, Any]:
+    """(its log, a `watch_harness.DaemonProcess` not yet started): the built-in catalog
+    following `tmp_path/logs/*.log` — one empty file so far — with its metrics on a free
+    loopback port (`served_url` says which, once it serves)."""
+    from watch_harness import DaemonProcess
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "server.log"
+    log.touch()
+    return log, DaemonProcess(tmp_path, [str(logs / "*.log")], "--metrics-addr", "127.0.0.1:0",
+                              builtin=True)
+
+
 def served_url(daemon: Any) -> str | None:
     """The URL a `watch_harness.DaemonProcess` started with `--metrics-addr` logged it serves."""
     for line in daemon.err.read_text().splitlines():

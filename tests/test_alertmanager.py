@@ -24,8 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from debian import require_tool
-from prom_harness import Prometheus, ServerProcess, free_port, poll, served_url
-from watch_harness import DaemonProcess
+from prom_harness import Prometheus, ServerProcess, free_port, poll, scraped_daemon, served_url
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "deploy" / "prometheus" / "sglang-matcher.rules.yml"
@@ -130,12 +129,7 @@ def test_a_real_failure_reaches_slack_pagerduty_and_a_webhook_with_its_fix(tmp_p
     Alertmanager routes it, and the webhook gets the alert with the summary, fix and source
     annotations; the Slack message (title, link, text) and the PagerDuty event (summary,
     details, link) the shipped receivers render carry the same."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    log = logs / "server.log"
-    log.touch()
-    daemon = DaemonProcess(tmp_path, [str(logs / "*.log")], "--metrics-addr", "127.0.0.1:0",
-                           builtin=True)
+    log, daemon = scraped_daemon(tmp_path)
     with Alertmanager(tmp_path, routed_config(receiver.url)) as am, daemon:
         url = poll("daemon serving", lambda: served_url(daemon), 30)
         with Prometheus(tmp_path, [url.split("//", 1)[1]], rule_files=[RULES],

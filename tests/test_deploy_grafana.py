@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from prom_harness import JOB, Prometheus, poll, served_url
-from watch_harness import DaemonProcess
+from prom_harness import JOB, Prometheus, poll, scraped_daemon, served_url
 
 REPO = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO / "deploy" / "grafana" / "sglang-matcher-dashboard.json"
@@ -82,12 +81,7 @@ def test_every_query_runs_on_a_prometheus_that_scraped_a_running_daemon(tmp_path
     every dashboard query and every Grafana alert query is valid PromQL, and each dashboard
     query returns data (except MAY_BE_EMPTY); Grafana's known-failure query sees the seed's
     failure."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    log = logs / "server.log"
-    log.touch()
-    daemon = DaemonProcess(tmp_path, [str(logs / "*.log")], "--metrics-addr", "127.0.0.1:0",
-                           builtin=True)
+    log, daemon = scraped_daemon(tmp_path)
     with daemon:
         url = poll("daemon serving", lambda: served_url(daemon), 30)
         with Prometheus(tmp_path, [url.split("//", 1)[1]], rule_files=[RULES]) as prom:

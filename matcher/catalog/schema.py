@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from matcher.types import pickled_as_arguments
+
 Layer = Literal["generated", "curated", "user"]
 LAYER_RANK: dict[str, int] = {"generated": 0, "curated": 1, "user": 2}
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -24,6 +26,7 @@ Location = tuple[str, str | None, int | None, str | None]
 FIX_OPS = ("remove", "add", "set", "env", "install")
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class FixAction:
     """One step of a way out (`fixActions`), applied to the launch command or its environment.
@@ -41,10 +44,6 @@ class FixAction:
     one_of: tuple[str, ...] = ()
     range: str | None = None
     name: str | None = None  # env
-
-    def __reduce__(self) -> tuple[type[FixAction], tuple[Any, ...]]:
-        return FixAction, (self.op, self.flag, self.value, self.aliases, self.one_of, self.range,
-                           self.name)
 
     @property
     def placeholder(self) -> bool:
@@ -76,6 +75,7 @@ class FixAction:
         return out
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Guard:
     """`guard`: when a generated record's site fails (`when`, a Python expression over the
@@ -87,12 +87,8 @@ class Guard:
     reads: tuple[str, ...] = ()
     unfixed: str | None = None
 
-    def __reduce__(self) -> tuple[type[Guard], tuple[Any, ...]]:
-        # As its arguments: a slotted dataclass's default restores field by field, a quarter
-        # of a second over the 28,000 guards of the generated layer.
-        return Guard, (self.when, self.reads, self.unfixed)
 
-
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class RaisedIn:
     """`raisedIn`: the traceback frame that raises a record's exception, for messages that do
@@ -107,10 +103,6 @@ class RaisedIn:
     path: str | None = None
     function: str | None = None
     source: str | None = None
-
-    def __reduce__(self) -> tuple[type[RaisedIn], tuple[str | None, str | None, str | None]]:
-        # As for `CatalogRecord`: 9,000 generated frames restored field by field cost 40 ms.
-        return RaisedIn, (self.path, self.function, self.source)
 
     def holds(self, path: str, function: str, source: str) -> bool:
         if self.path is not None and not _same_file(path, self.path):
@@ -129,6 +121,7 @@ class RaisedIn:
         return ": ".join(p for p in (self.path, self.function, self.source) if p)
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CatalogRecord:
     id: str
@@ -173,11 +166,6 @@ class CatalogRecord:
     # them would be a third of the parsed catalog.
     words: bool = False
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    def __reduce__(self) -> tuple[type[CatalogRecord], tuple[Any, ...]]:
-        # Pickled (the parsed-catalog cache) as the constructor's arguments: the default for a
-        # slotted dataclass restores field by field, half a second over the generated layer.
-        return CatalogRecord, tuple(getattr(self, name) for name in _FIELDS)
 
     @property
     def sglang_locations(self) -> tuple[Location, ...]:
@@ -256,6 +244,7 @@ def _derived_words(error_type: str | None, github_url: str | None, error_message
 
     return tuple(words({"errorType": error_type, "githubUrl": github_url,
                         "errorMessage": error_message}, when))
+
 
 def _same_file(printed: str, suffix: str) -> bool:
     """The printed path ends with `suffix` at a `/`; a path a paste cut to `.../managers/x.py`
