@@ -22,17 +22,20 @@ directory only costs the next start its speed (`stats.cache` says which happened
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
+import io
 import json
 import os
+import pickle
 import re
 import struct
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import regex
 
@@ -61,7 +64,7 @@ except ImportError:  # pragma: no cover - exercised on platforms without wheels
 DEFAULT_TIMEOUT = 0.05
 CUT_TIMEOUT = 0.005
 _MIN_PREFILTER_LITERAL = 3
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 # Below this many patterns compiling costs less than reading a cache entry; the curated catalog
 # alone (0.35 s to compile) is above it.
 CACHE_MIN_PATTERNS = 50
@@ -78,22 +81,28 @@ class Target:
 
 
 class CompiledPattern:
-    """A record's pattern, ready to confirm; its `regex` is compiled on first use when the rest
-    came from the cache."""
+    """A record's pattern, ready to confirm. When the rest came from the cache, its `regex` is
+    made on first use: from `pickled` (the compiled program, `thaw`) where the cache kept it,
+    else compiled."""
 
-    __slots__ = ("_compiled", "capture_names", "literal", "record")
+    __slots__ = ("_compiled", "_pickled", "capture_names", "literal", "record")
 
     def __init__(self, record: CatalogRecord, compiled: regex.Pattern[str] | None,
-                 capture_names: dict[int, str], literal: str | None) -> None:
+                 capture_names: dict[int, str], literal: str | None,
+                 pickled: bytes | None = None) -> None:
         self.record = record
         self.capture_names = capture_names
         self.literal = literal  # a literal every match contains, for the fallback prefilter
         self._compiled = compiled
+        self._pickled = pickled
 
     @property
     def compiled(self) -> regex.Pattern[str]:
         if self._compiled is None:
-            self._compiled = regex.compile(self.record.message_pattern)
+            pattern = self.record.message_pattern
+            thawed = thaw(self._pickled, pattern) if self._pickled is not None else None
+            self._compiled = thawed if thawed is not None else regex.compile(pattern)
+            self._pickled = None
         return self._compiled
 
     def sort_key(self, on_header: bool, cut: bool = False, literal: int | None = None
@@ -162,19 +171,19 @@ class Engine:
         self.messages_only = messages_only
         self.quarantine_after = quarantine_after
         # Records that name their frame (`raisedIn`) are not searched for in messages: they are
-        # looked up by the frame that raised an exception, by its file name or its source line.
-        self.framed = tuple(r for r in records if r.raised_in is not None)
-        records = [r for r in records if r.raised_in is None]
+        # looked up by the frame that raised an exception, by its file name or its source line
+        # (`_framed_index`, made at the first exception).
+        use_hs = use_hyperscan and _hs is not None
+        shipped = _shipped_part(records) if use_hs else None
+        matched: Sequence[CatalogRecord]
+        self.framed: tuple[CatalogRecord, ...]
+        if shipped is not None and shipped[1] is None:  # the shipped catalog, all of it
+            self.framed, matched = shipped[0].framed_records, shipped[0].matched_records
+        else:
+            self.framed = tuple(r for r in records if r.raised_in is not None)
+            matched = [r for r in records if r.raised_in is None]
         self._framed_compiled: dict[int, CompiledPattern] = {}
-        self._framed_by_file: dict[str, list[int]] = {}
-        self._framed_by_source: dict[str, list[int]] = {}
-        for j, r in enumerate(self.framed):
-            assert r.raised_in is not None
-            name = r.raised_in.file_name
-            if name is not None:
-                self._framed_by_file.setdefault(name, []).append(j)
-            else:
-                self._framed_by_source.setdefault(r.raised_in.source or "", []).append(j)
+        self._framed_by: tuple[dict[str, list[int]], dict[str, list[int]]] | None = None
         self.stats = EngineStats()
         self._told_timeouts = 0  # stats.timeouts at the last `take_timeouts`
         self._untold_quarantined: list[str] = []
@@ -191,28 +200,29 @@ class Engine:
         self._heads: tuple[str | None, ...] = ()
         # Shipped patterns a later layer replaced (`merge_layers`): never candidates.
         self._masked: frozenset[int] = frozenset()
-        self.patterns: tuple[CompiledPattern, ...] = ()
+        self.patterns = _Patterns()
         # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
         self.chunk_prefilter: ChunkPrefilter | None = None
-        self._use_hs = use_hs = use_hyperscan and _hs is not None and bool(records)
-        rest = list(records)
+        self._use_hs = use_hs = use_hs and bool(matched)
+        rest = list(matched)
         chunks: list[ChunkPrefilter | None] = []
-        if use_hs:
-            shipped = _shipped_part(rest)
-            if shipped is not None:
-                store, kept = shipped
-                try:
-                    form = store.engine_form()
-                except Exception as e:  # noqa: BLE001 - any problem: compile instead
-                    self.stats.note = f"precompiled engine unusable ({e}): compiled instead"
-                else:
-                    stored = store.matched_records
-                    base = self._add_part(stored, form)
-                    chunks.append(form.chunk)
+        if use_hs and shipped is not None:
+            store, kept = shipped
+            try:
+                form = store.engine_form()
+            except Exception as e:  # noqa: BLE001 - any problem: compile instead
+                self.stats.note = f"precompiled engine unusable ({e}): compiled instead"
+            else:
+                stored = store.matched_records
+                base = self._add_part(stored, form)
+                chunks.append(form.chunk)
+                if kept is not None:
                     self._masked = frozenset(base + i for i, r in enumerate(stored)
                                              if id(r) not in kept)
                     rest = [r for r in rest if id(r) not in kept]
-                    self.stats.cache = "precompiled"
+                else:
+                    rest = []
+                self.stats.cache = "precompiled"
         if rest or not self._parts:
             if cache is AUTO_CACHE:
                 cache = EngineCache.default() if len(rest) >= CACHE_MIN_PATTERNS else None
@@ -233,28 +243,40 @@ class Engine:
         if use_hs and chunks and all(c is not None for c in chunks):
             self.chunk_prefilter = ChunkPrefilter.union([c for c in chunks if c is not None])
 
+    def _framed_index(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """The framed records (their index in `framed`) by the file name their frame names,
+        and, for those naming none, by its source line."""
+        if self._framed_by is None:
+            by_file: dict[str, list[int]] = {}
+            by_source: dict[str, list[int]] = {}
+            for j, r in enumerate(self.framed):
+                assert r.raised_in is not None
+                name = r.raised_in.file_name
+                if name is not None:
+                    by_file.setdefault(name, []).append(j)
+                else:
+                    by_source.setdefault(r.raised_in.source or "", []).append(j)
+            self._framed_by = (by_file, by_source)
+        return self._framed_by
+
     def _add_part(self, records: Sequence[CatalogRecord], form: CompiledForm) -> int:
         """Take a compiled part for `records`; its offset among the engine's patterns."""
-        base = len(self.patterns)
-        self.patterns = (*self.patterns, *(
-            CompiledPattern(r, None, {i + 1: n for i, n in enumerate(names)}, literal)
-            for r, literal, names in zip(records, form.literal, form.names, strict=True)))
+        base = self.patterns.add(records, form)
         self._always = (*self._always, *(base + i for i in form.always))
         self._literal_always = self._literal_always | {base + i for i in form.literal_always}
         self._heads = (*self._heads, *form.heads)
-        literal_table = _literal_table(
-            (base + i, p.literal) for i, p in enumerate(self.patterns[base:])
-            if p.literal is not None and base + i not in self._literal_always)
-        head_table = _literal_table((base + i, head) for i, head in enumerate(form.heads)
-                                    if head)
-        self._parts.append(_Part(base, form.hs_db, form.literal_db, literal_table,
-                                 form.head_db, head_table))
+        skip = frozenset(form.literal_always)
+        literals = _Literals.of(form.literal_db, base, form.literal, [
+            i for i, literal in enumerate(form.literal) if literal is not None and i not in skip])
+        heads = _Literals.of(form.head_db, base, form.heads,
+                             [i for i, h in enumerate(form.heads) if h])
+        self._parts.append(_Part(base, form.hs_db, literals, heads))
         return base
 
     @property
     def records(self) -> tuple[CatalogRecord, ...]:
         """Every record of the catalog, the framed ones included."""
-        return (*(p.record for i, p in enumerate(self.patterns) if i not in self._masked),
+        return (*(r for i, r in enumerate(self.patterns.records()) if i not in self._masked),
                 *self.framed)
 
     @functools.cached_property
@@ -267,7 +289,8 @@ class Engine:
         """
         if self.chunk_prefilter is None:
             return None
-        return _build_chunk_prefilter(self.patterns, json_safe=True, heads=self._heads)
+        return _build_chunk_prefilter([r.message_pattern for r in self.patterns.records()],
+                                      json_safe=True, heads=self._heads)
 
     @property
     def prefilter(self) -> str:
@@ -295,7 +318,7 @@ class Engine:
                 key = pattern.sort_key(target.on_header)
                 if i not in best or key < best[i][0]:
                     best[i] = (key, _match(pattern, captures, record, target, cut=False))
-        if not self.messages_only and any(part.head_table for part in self._parts):
+        if not self.messages_only and any(part.heads for part in self._parts):
             self._match_cut(record, targets, best)
         if self.framed and record.exceptions:
             self._match_framed(record, best)
@@ -311,6 +334,7 @@ class Engine:
         no message record recognized — a bare `assert` — ranks by its own pattern's literal
         text (none for `^$`): after every message recognized elsewhere in its chain.
         """
+        by_file, by_source = self._framed_index()
         by_message: dict[tuple[str, str], int] = {}
         for _, m in best.values():
             if not m.on_header and not m.cut:
@@ -321,8 +345,7 @@ class Engine:
             beaten = by_message.get((exc.error_class or "", exc.message))
             for frame in identifying(frames):
                 name = frame.path.rsplit("/", 1)[-1]
-                for j in (*self._framed_by_file.get(name, ()),
-                          *self._framed_by_source.get(frame.source, ())):
+                for j in (*by_file.get(name, ()), *by_source.get(frame.source, ())):
                     key = -1 - j
                     rec = self.framed[j]
                     assert rec.raised_in is not None
@@ -346,8 +369,7 @@ class Engine:
         to match. Captures the cut may have shortened are left out, never given wrong."""
         for target in targets:
             data = target.message.encode("utf-8", "surrogatepass")
-            found = [i for part in self._parts
-                     for i in _scan_literals(part.head_db, part.head_table, data)]
+            found = [i for part in self._parts for i in part.heads.scan(data)]
             for i in found:
                 if i in best or i in self._masked:
                     continue
@@ -402,8 +424,7 @@ class Engine:
         # self-synchronizing), in one Hyperscan scan: a Python loop over 21,000 literals took
         # 5–10 ms a target, and sglang logs users' non-ASCII prompts on `Receive:` lines.
         data = text.encode("utf-8", "surrogatepass")
-        found = self._literal_always.union(
-            *(_scan_literals(part.literal_db, part.literal_table, data) for part in self._parts))
+        found = self._literal_always.union(*(part.literals.scan(data) for part in self._parts))
         return sorted(found - self._masked)
 
     def _confirm(self, pattern: CompiledPattern, text: str, *, cut: str = ""
@@ -449,18 +470,46 @@ def _literal_table(pairs: Iterable[tuple[int, str]]) -> tuple[tuple[int, bytes],
     return tuple((i, text.encode("utf-8", "surrogatepass")) for i, text in pairs)
 
 
-def _scan_literals(db: Any, table: Sequence[tuple[int, bytes]], data: bytes) -> list[int]:
-    """The indexes in `table` whose literal `data` holds: one Hyperscan scan of `db` (built
-    from `table` by `_build_literal_db`), else a substring test of each."""
-    if db is None:
-        return [i for i, literal in table if literal in data]
-    found: list[int] = []
+@dataclass(frozen=True, slots=True)
+class _Literals:
+    """Literals of a part's patterns, and which pattern each is (an index among the engine's):
+    found in one scan of `db` (`_build_literal_db` of the same literals in the same order: a
+    hit's id is its position), or — without Hyperscan — by testing each of `table` in turn."""
 
-    def on_literal(pos: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
-        found.append(table[pos][0])
+    db: Any
+    ids: tuple[int, ...]
+    texts: Sequence[str | None]  # the part's literals (by index in the part)
+    base: int  # the part's first index
+    table: tuple[tuple[int, bytes], ...] = ()  # only without `db`: only then are bytes read
 
-    db.scan(data, match_event_handler=on_literal)
-    return found
+    @classmethod
+    def of(cls, db: Any, base: int, texts: Sequence[str | None], kept: Sequence[int]
+           ) -> _Literals:
+        """`texts` of a part's patterns, those at `kept` (indexes in the part) searched, in
+        the order `db` was built from."""
+        found = cls(db, tuple(base + i for i in kept) if base else tuple(kept), texts, base)
+        return found if db is not None else found.one_by_one()
+
+    def one_by_one(self) -> _Literals:
+        """The same literals, tested one by one: what a scan of `db` must agree with."""
+        return _Literals(None, self.ids, self.texts, self.base, _literal_table(
+            (i, self.texts[i - self.base] or "") for i in self.ids))
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    def scan(self, data: bytes) -> list[int]:
+        """The patterns whose literal `data` holds."""
+        if self.db is None:
+            return [i for i, literal in self.table if literal in data]
+        found: list[int] = []
+        ids = self.ids
+
+        def on_literal(pos: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
+            found.append(ids[pos])
+
+        self.db.scan(data, match_event_handler=on_literal)
+        return found
 
 
 def _match(pattern: CompiledPattern, captures: dict[str, str], record: Record, target: Target,
@@ -476,6 +525,41 @@ def _match(pattern: CompiledPattern, captures: dict[str, str], record: Record, t
     )
 
 
+def freeze(compiled: regex.Pattern[str]) -> bytes:
+    """A compiled pattern as `regex` pickles it: the program its parser made (`thaw`)."""
+    return pickle.dumps(compiled, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class _CompiledRegexUnpickler(pickle.Unpickler):
+    """Loads `regex`'s pickle of a compiled pattern and nothing else: a cache file is data, and
+    no other callable may come out of it."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == _REGEX_PICKLE_GLOBAL:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name}: not a compiled pattern")
+
+
+_REGEX_PICKLE_GLOBAL = ("regex._regex", "compile")
+
+
+def thaw(data: bytes, pattern: str) -> regex.Pattern[str] | None:
+    """`pattern` compiled, from `freeze`'s bytes; None when they are not that pattern's.
+
+    `regex` parses a pattern in Python, which is nearly all of compiling one (0.4–0.7 ms each:
+    a scan of a large log confirms a few hundred patterns, and every worker of `scan -j` did so
+    again); its pickle holds the program the parser made, and loading it skips the parser —
+    some 60× faster. The cache key names `regex`'s version, whose programs these are.
+    """
+    try:
+        compiled = _CompiledRegexUnpickler(io.BytesIO(data)).load()
+    except Exception:  # noqa: BLE001 - damaged or foreign: compile instead
+        return None
+    if not isinstance(compiled, regex.Pattern) or compiled.pattern != pattern:
+        return None
+    return compiled
+
+
 def _compile(record: CatalogRecord) -> CompiledPattern:
     compiled = regex.compile(record.message_pattern)
     facts = analyze(record.message_pattern)
@@ -487,11 +571,11 @@ def _compile(record: CatalogRecord) -> CompiledPattern:
 _INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z^-]*i")
 
 
-def _build_chunk_prefilter(patterns: Sequence[CompiledPattern], *, json_safe: bool = False,
+def _build_chunk_prefilter(patterns: Sequence[str], *, json_safe: bool = False,
                            heads: Sequence[str | None] = ()) -> ChunkPrefilter | None:
+    """`patterns`: the message patterns, in the engine's order."""
     covers = []
-    for i, p in enumerate(patterns):
-        pattern = p.record.message_pattern
+    for i, pattern in enumerate(patterns):
         cover = literal_cover(pattern, json_safe=json_safe)
         # A line cut before its cover may still hold the pattern's head: read it too.
         head = heads[i] if i < len(heads) else None
@@ -500,7 +584,6 @@ def _build_chunk_prefilter(patterns: Sequence[CompiledPattern], *, json_safe: bo
             if piece is not None and piece not in cover:
                 cover = (*cover, piece)
         # An inline `i` flag anywhere (global or scoped) is read as caseless: more hits, no loss.
-        # Not `p.compiled`: a pattern from the cache compiles only when first confirmed.
         caseless = _INLINE_CASELESS.search(pattern) is not None
         covers.append(None if cover is None else (cover, caseless))
     return ChunkPrefilter.build(covers, DOCKER_RECORD_START_SIGNS if json_safe
@@ -582,7 +665,8 @@ def compile_key(records: Sequence[CatalogRecord], use_hyperscan: bool) -> str:
     version = getattr(_hs, "__version__", "") if _hs is not None else ""
     code = code_fingerprint(__name__, "matcher.catalog.patterns", "matcher.prefilter",
                             "matcher.framing")
-    h.update(json.dumps([CACHE_FORMAT, code, use_hyperscan, version, _HS_FLAGS]).encode())
+    h.update(json.dumps([CACHE_FORMAT, code, use_hyperscan, version, _HS_FLAGS,
+                         regex.__version__]).encode())
     h.update(fields_text((r.id, r.message_pattern, r.error_class, r.layer) for r in records))
     return h.hexdigest()[:32]
 
@@ -648,22 +732,74 @@ class EngineCache:
             pass
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Part:
     """One compiled part of an engine, at `offset` among its patterns."""
 
     offset: int
     hs_db: Any
-    literal_db: Any
-    literal_table: tuple[tuple[int, bytes], ...]
-    head_db: Any
-    head_table: tuple[tuple[int, bytes], ...]
+    literals: _Literals  # for non-ASCII text
+    heads: _Literals  # for cut lines (`cut_head`)
+
+
+class _Patterns(Sequence[CompiledPattern]):
+    """The engine's patterns, each made the first time it is asked for.
+
+    The full catalog has 21,000, and a scan confirms a few hundred: making them all took a
+    fifth of every start (and of every `scan -j` before its workers could begin).
+    """
+
+    def __init__(self) -> None:
+        self._made: list[CompiledPattern | None] = []
+        self._bases: list[int] = []  # each part's first index
+        self._parts: list[tuple[Sequence[CatalogRecord], CompiledForm]] = []
+
+    def add(self, records: Sequence[CatalogRecord], form: CompiledForm) -> int:
+        """A part's records and their compiled form; the part's first index."""
+        if len(form.literal) != len(records) or len(form.names) != len(records) \
+                or (form.regexes and len(form.regexes) != len(records)):
+            raise ValueError(f"a compiled form of {len(form.literal)} patterns "
+                             f"for {len(records)} records")
+        base = len(self._made)
+        self._made.extend([None] * len(records))
+        self._bases.append(base)
+        self._parts.append((records, form))
+        return base
+
+    def records(self) -> Iterator[CatalogRecord]:
+        """Every pattern's record, in index order, without making the patterns."""
+        for records, _ in self._parts:
+            yield from records
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, i: int) -> CompiledPattern: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[CompiledPattern]: ...
+    def __getitem__(self, i: int | slice) -> CompiledPattern | Sequence[CompiledPattern]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        made = self._made[i]
+        if made is None:
+            made = self._made[i] = self._make(i % len(self._made))
+        return made
+
+    def _make(self, i: int) -> CompiledPattern:
+        part = bisect.bisect_right(self._bases, i) - 1
+        records, form = self._parts[part]
+        k = i - self._bases[part]
+        return CompiledPattern(records[k], None,
+                               {n + 1: name for n, name in enumerate(form.names[k])},
+                               form.literal[k], form.regexes[k] if form.regexes else None)
 
 
 @dataclass(slots=True)
 class CompiledForm:
     """What compiling records yields, indexed by their position: what the cache and the
-    precompiled catalog keep. `regex` objects are not part of it (compiled on first use)."""
+    precompiled catalog keep. `regex` objects are kept as their pickles (`freeze`), made into
+    patterns on first use."""
 
     literal: list[str | None]
     names: list[list[str]]
@@ -674,6 +810,40 @@ class CompiledForm:
     chunk: ChunkPrefilter | None = None
     literal_db: Any = None
     head_db: Any = None
+    regexes: Sequence[bytes] = ()  # `freeze` of each pattern; empty: none kept
+
+
+class FrozenRegexes(Sequence[bytes]):
+    """`CompiledForm.regexes` as read from a file: one section (an offset table, then the
+    pickles end to end), sliced when a pattern is first confirmed."""
+
+    def __init__(self, data: bytes, count: int) -> None:
+        table = 8 * (count + 1)
+        if len(data) < table:
+            raise ValueError("truncated regex section")
+        self._offsets = struct.unpack_from(f"<{count + 1}Q", data)
+        self._data = data
+        if self._offsets[0] != table or self._offsets[-1] != len(data):
+            raise ValueError("damaged regex section")
+
+    @staticmethod
+    def encode(pieces: Sequence[bytes]) -> bytes:
+        offsets = [8 * (len(pieces) + 1)]
+        for piece in pieces:
+            offsets.append(offsets[-1] + len(piece))
+        return struct.pack(f"<{len(offsets)}Q", *offsets) + b"".join(pieces)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, i: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return self._data[self._offsets[i]:self._offsets[i + 1]]
 
 
 def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
@@ -691,11 +861,12 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
              else cut_head(p.record.message_pattern) for p in patterns]
     form = CompiledForm([p.literal for p in patterns],
                         [[p.capture_names[i] for i in sorted(p.capture_names)] for p in patterns],
-                        literal_always, [], heads)
+                        literal_always, [], heads, regexes=[freeze(p.compiled) for p in patterns])
     if use_hyperscan and _hs is not None and patterns:
         form.hs_db, always = _build_hyperscan(patterns)
         form.always = list(always)
-        form.chunk = _build_chunk_prefilter(patterns, heads=heads)
+        form.chunk = _build_chunk_prefilter([p.record.message_pattern for p in patterns],
+                                            heads=heads)
         skip = set(literal_always)
         form.literal_db = _build_literal_db(_literal_table(
             (i, p.literal) for i, p in enumerate(patterns) if p.literal is not None
@@ -719,6 +890,9 @@ def encode_form(key: str, form: CompiledForm) -> bytes:
     head_at = len(blob)
     if form.head_db is not None and dump is not None:
         blob += dump(form.head_db)
+    regex_at = len(blob)
+    if form.regexes:
+        blob += FrozenRegexes.encode(form.regexes)
     head = json.dumps({
         "format": CACHE_FORMAT,
         "key": key,
@@ -731,6 +905,8 @@ def encode_form(key: str, form: CompiledForm) -> bytes:
         "chunk_at": chunk_at,
         "literal_at": literal_at,
         "head_at": head_at,
+        "regex_at": regex_at,
+        "regexes": bool(form.regexes),
         "heads": form.heads,
         "blob_sha256": hashlib.sha256(blob).hexdigest(),
     }, separators=(",", ":")).encode()
@@ -767,6 +943,7 @@ def decode_form(path: Path, key: str | None, n: int) -> CompiledForm:
             return data
 
         split, literal_at, head_at = head["chunk_at"], head["literal_at"], head["head_at"]
+        regex_at = head["regex_at"]
         form = CompiledForm(head["literal"], head["names"], head["literal_always"],
                             head["always"], head["heads"])
         if head["hyperscan"]:
@@ -775,14 +952,17 @@ def decode_form(path: Path, key: str | None, n: int) -> CompiledForm:
             form.chunk = ChunkPrefilter.loadb(section(split, literal_at))
         if literal_at < head_at:
             form.literal_db = _load_db(section(literal_at, head_at))
-        if at + head_at < end:
-            form.head_db = _load_db(section(head_at, end - at))
+        if head_at < regex_at:
+            form.head_db = _load_db(section(head_at, regex_at))
+        if head["regexes"]:
+            form.regexes = FrozenRegexes(section(regex_at, end - at), n)
     return form
 
 
-def _shipped_part(records: Sequence[CatalogRecord]) -> tuple[Any, set[int]] | None:
+def _shipped_part(records: Sequence[CatalogRecord]) -> tuple[Any, set[int] | None] | None:
     """The precompiled store the records come from (`matcher.precompiled`), and which of its
-    records are here (by identity); None when none come from one."""
+    records are here (by identity; None: all, and nothing else); None when none come from
+    one."""
     from matcher.precompiled import store_of
 
     return store_of(records)

@@ -18,7 +18,7 @@ writes into `matcher/_precompiled/`:
 - `manifest.json`: the key it was built for.
 
 The key is a hash of the catalog's source files, of the code that parses, checks and compiles
-them, of the Hyperscan version and of the machine's architecture. `load` recomputes it (hashing
+them, of the Hyperscan and `regex` versions and of the machine's architecture. `load` recomputes it (hashing
 70 MB takes 50 ms; a file unchanged since it was last hashed keeps its digest, `_file_rows`) and
 uses the artifact only when it agrees; otherwise — or when loading fails
 (a database built for another CPU: `hyperscan.loadb` refuses it) — the catalog is loaded and
@@ -61,6 +61,9 @@ RESIDENT = ("id", "message_pattern", "layer", "origin", "index", "error_message"
             "sglang_versions")
 LAZY = tuple(f for f in _FIELDS if f not in RESIDENT)
 _LAZY = frozenset(LAZY)
+_RESIDENT = frozenset(RESIDENT)
+_RAISED_IN = RESIDENT.index("raised_in")
+_ORIGIN = RESIDENT.index("origin")
 _CODE = ("matcher.precompiled", "matcher.engine", "matcher.prefilter", "matcher.framing",
          "matcher.catalog", "matcher.catalog.load", "matcher.catalog.schema",
          "matcher.catalog.patterns", "matcher.catalog.wording", "matcher.catalog.versions")
@@ -72,18 +75,27 @@ def default_dir() -> Path:
 
 
 class StoredRecord(CatalogRecord):
-    """A `CatalogRecord` from the precompiled catalog: the fields in `RESIDENT` are set when it
-    is loaded; reading any other fills them all from the store (a slot not yet set raises
-    AttributeError, and Python then asks `__getattr__`)."""
+    """A `CatalogRecord` from the precompiled catalog, its fields set when first read: those in
+    `RESIDENT` from the row loaded with the store (`Store.settle`), the others from the store's
+    data file (`Store.fill`). A slot not yet set raises AttributeError, and Python then asks
+    `__getattr__`.
+
+    Setting 13 fields of 30,000 records when the store loaded was a fifth of every start;
+    a scan reads those of the few hundred records its log matches, and the engine's prefilter
+    knows the rest by index."""
 
     __slots__ = ("_at", "_store")
 
     def __getattr__(self, name: str) -> Any:
-        if name in _LAZY:
+        if name in _RESIDENT:
             store: Store = object.__getattribute__(self, "_store")
+            store.settle(self)
+        elif name in _LAZY:
+            store = object.__getattribute__(self, "_store")
             store.fill(self)
-            return object.__getattribute__(self, name)
-        raise AttributeError(name)
+        else:
+            raise AttributeError(name)
+        return object.__getattribute__(self, name)
 
 
 class Store:
@@ -96,36 +108,40 @@ class Store:
         self.files = tuple(str(base / rel) for rel, _size, _sha in manifest["files"])
         self._lock = threading.Lock()
         self.filled = 0  # records whose lazy fields were read (tests, memory)
+        self.settled = 0  # records whose `RESIDENT` fields were read
         with (directory / "records.pickle").open("rb") as f:
             rows, offsets = pickle.load(f)
         self._offsets = array("Q", offsets)
+        self._rows: list[tuple[Any, ...] | None] = rows
         new = StoredRecord.__new__
         put = object.__setattr__
         records: list[StoredRecord] = []
-        origins = self.files
-        for at, row in enumerate(rows):
+        for at in range(len(rows)):
             r = new(StoredRecord)
-            (rid, pattern, layer, origin, index, message, error_class, severity, role,
-             literal_length, raised_in, consequence_of, sglang_versions) = row
-            put(r, "id", rid)
-            put(r, "message_pattern", pattern)
-            put(r, "layer", layer)
-            put(r, "origin", origins[origin])
-            put(r, "index", index)
-            put(r, "error_message", message)
-            put(r, "error_class", error_class)
-            put(r, "severity", severity)
-            put(r, "role", role)
-            put(r, "literal_length", literal_length)
-            put(r, "raised_in", raised_in)
-            put(r, "consequence_of", consequence_of)
-            put(r, "sglang_versions", sglang_versions)
             put(r, "_store", self)
             put(r, "_at", at)
             records.append(r)
         self.records: tuple[StoredRecord, ...] = tuple(records)
-        # The engine's shipped part: the records searched in messages, in the artifact's order.
-        self.matched_records = tuple(r for r in records if r.raised_in is None)
+        # The engine's shipped part: the records searched in messages, in the artifact's order;
+        # and those named by the frame that raises (`raisedIn`), looked up by frame.
+        self.matched_records = tuple(r for r, row in zip(records, rows, strict=True)
+                                     if row[_RAISED_IN] is None)
+        self.framed_records = tuple(r for r, row in zip(records, rows, strict=True)
+                                    if row[_RAISED_IN] is not None)
+
+    def settle(self, record: StoredRecord) -> None:
+        """Set the record's `RESIDENT` fields from its row."""
+        with self._lock:
+            at = object.__getattribute__(record, "_at")
+            row = self._rows[at]
+            if row is None:
+                return  # another thread did
+            put = object.__setattr__
+            for name, value in zip(RESIDENT, row, strict=True):
+                put(record, name, value)
+            put(record, "origin", self.files[row[_ORIGIN]])
+            self._rows[at] = None
+            self.settled += 1
 
     def fill(self, record: StoredRecord) -> None:
         """Set the record's other fields from `records.data`: one read for an event's record;
@@ -170,8 +186,14 @@ def _filled(record: StoredRecord) -> bool:
     return True
 
 
-def store_of(records: Sequence[CatalogRecord]) -> tuple[Store, set[int]] | None:
-    """The store the records come from, and the ids (`id()`) of those that do."""
+def store_of(records: Sequence[CatalogRecord]) -> tuple[Store, set[int] | None] | None:
+    """The store the records come from, and the ids (`id()`) of those that do; None for the
+    ids when `records` are the store's own, all of them (the built-in catalog alone: known
+    without reading 30,000 records)."""
+    if isinstance(records, tuple) and records and type(records[0]) is StoredRecord:
+        first = object.__getattribute__(records[0], "_store")
+        if records is first.records:
+            return first, None
     store: Store | None = None
     kept: set[int] = set()
     for r in records:
@@ -260,8 +282,10 @@ def _key(files: list[tuple[str, int, str]]) -> str:
         hs_version = str(getattr(hyperscan, "__version__", "?"))
     except ImportError:
         hs_version = ""
+    import regex  # its compiled programs are kept (`engine.freeze`): they are its version's
+
     h = hashlib.sha256(json.dumps([FORMAT, code_fingerprint(*_CODE), hs_version,
-                                   platform.machine(), files]).encode())
+                                   regex.__version__, platform.machine(), files]).encode())
     return h.hexdigest()[:32]
 
 
@@ -330,7 +354,7 @@ def check(base: Path, directory: Path | None = None) -> tuple[dict[str, Any] | N
         if [list(f) for f in files] != [list(f) for f in manifest["files"]]:
             return None, "stale (the catalog's files changed since it was built)"
         if _key(files) != manifest["key"]:
-            return None, "stale (built by other code, Hyperscan or machine)"
+            return None, "stale (built by other code, Hyperscan, regex or machine)"
     except Exception as e:  # noqa: BLE001 - damaged or foreign: load from the sources
         return None, f"unusable ({type(e).__name__}: {e})"
     return manifest, "used"

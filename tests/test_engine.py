@@ -133,15 +133,15 @@ def test_the_literal_database_finds_what_the_literal_loop_finds():
     """Non-ASCII targets (a user's prompt on a `Receive:` line) take the literal prefilter: its
     Hyperscan database must pick exactly the patterns a substring test of every literal picks."""
     import copy
+    import dataclasses
 
     from matcher.catalog import load_catalog
     catalog = load_catalog()
     db = Engine(catalog.records)
-    assert all(part.literal_db is not None for part in db._parts)
+    assert all(part.literals.db is not None for part in db._parts)
     loop = copy.copy(db)
-    loop._parts = [copy.copy(part) for part in db._parts]
-    for part in loop._parts:
-        part.literal_db = None
+    loop._parts = [dataclasses.replace(part, literals=part.literals.one_by_one())
+                   for part in db._parts]
     texts = [r.error_message for r in catalog.records
              if r.error_message and not r.error_message.isascii()][:150]
     texts += ["こんにちは — " + x for r in catalog.records for x in r.examples_match][:150]

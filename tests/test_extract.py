@@ -917,6 +917,46 @@ def test_engine_cache_is_written_once_then_read_and_matches_the_same(tmp_path):
     assert loaded.prefilter == built.prefilter
 
 
+def test_a_cached_pattern_is_loaded_compiled_not_parsed_again(tmp_path, monkeypatch):
+    """The cache keeps each pattern's compiled program (`engine.freeze`): an engine from it
+    confirms a match without compiling the pattern again."""
+    from matcher import engine as engine_module
+
+    records = small_catalog()
+    line = frame_text((LAUNCH / "int8_mamba_radix_lru.log").read_text())[-1]
+    built = Engine(records, cache=EngineCache(tmp_path))
+    compiled: list[str] = []
+    real = engine_module.regex.compile
+
+    def counting(pattern, *args, **kwargs):
+        compiled.append(pattern)
+        return real(pattern, *args, **kwargs)
+
+    monkeypatch.setattr(engine_module.regex, "compile", counting)
+    loaded = Engine(records, cache=EngineCache(tmp_path))
+    assert loaded.stats.cache == "hit"
+    found = loaded.match_all(line)
+    assert found and [(m.pattern.id, m.captures) for m in found] == [
+        (m.pattern.id, m.captures) for m in built.match_all(line)]
+    assert not {m.pattern.message_pattern for m in found} & set(compiled)
+
+
+def test_a_compiled_program_is_only_ever_that_of_its_pattern():
+    """`thaw` loads `regex`'s own pickle of the pattern it is asked for, or nothing: a cache
+    file is data, and anything else in it is compiled from the pattern instead."""
+    import os
+    import pickle
+
+    from matcher.engine import freeze, thaw
+
+    kept = freeze(regex.compile(r"Cannot (?P<what>\w+) now"))
+    assert thaw(kept, r"Cannot (?P<what>\w+) now").search("Cannot go now")["what"] == "go"
+    assert thaw(kept, r"Cannot (?P<what>\w+) later") is None  # another pattern's
+    assert thaw(kept[:-5], r"Cannot (?P<what>\w+) now") is None  # truncated
+    assert thaw(pickle.dumps(os.getcwd), "x") is None  # no other callable comes out
+    assert thaw(pickle.dumps("Cannot (?P<what>\\w+) now"), "Cannot (?P<what>\\w+) now") is None
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped byte"])
 def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, damage):
     records = small_catalog()

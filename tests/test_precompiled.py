@@ -75,15 +75,20 @@ def test_the_artifact_loads_the_same_catalog_and_matches_the_same(shipped):
     assert (loaded.version, [r.id for r in loaded.records]) == (
         source.version, [r.id for r in source.records])
     assert all(type(r) is StoredRecord for r in loaded.records)
+    store = loaded.records[0]._store
     fast, slow = Engine(loaded.records, cache=None), Engine(source.records, cache=None)
     assert fast.stats.cache == "precompiled"
+    # Loading and building the engine read no record's fields: they are set when first read.
+    assert store.settled == 0
     lines = _lines(source.records)
     assert len(lines) > 1000
     got = _matches(fast, lines)
     assert got == _matches(slow, lines)
     assert sum(map(bool, got)) > 1000
+    assert 0 < store.settled < len(loaded.records)
+    assert [(r.id, r.message_pattern, r.layer, r.origin, r.raised_in) for r in loaded.records] \
+        == [(r.id, r.message_pattern, r.layer, r.origin, r.raised_in) for r in source.records]
     # Nothing but the matching fields was read; the rest comes when asked for, as it was.
-    store = loaded.records[0]._store
     assert store.filled == 0
     by_id = {r.id: r for r in source.records}
     for r in loaded.records[:50]:
