@@ -85,10 +85,9 @@ class Redactor:
     """Replaces secrets in strings and in nested JSON-like values."""
 
     def __init__(self, extra_patterns: Iterable[str] = ()) -> None:
-        extra = tuple(extra_patterns)
-        self._extra = len(extra)
-        self._patterns = [regex.compile(p) for p in (*DEFAULT_PATTERNS, *extra)]
-        self._always = (True,) * len(extra)  # a user's pattern: no words known to need
+        # A user's patterns: compiled now (a bad one fails here, not at the first text), and run
+        # on every text (no words known to need). The default ones compile on first use.
+        self._extra = tuple(regex.compile(p) for p in extra_patterns)
         # Texts that needed the patterns, and what they became: a catalog's fix text goes out
         # with every event of its pattern, and a word like `tokens` in it sends it through all
         # of them each time.
@@ -96,7 +95,7 @@ class Redactor:
 
     def text(self, value: str) -> str:
         needed = _needed(value.lower())
-        if self._extra == 0 and not any(needed):
+        if not self._extra and not any(needed):
             return value  # the common case, decided without a regex
         done = self._seen.get(value)
         if done is not None:
@@ -104,9 +103,11 @@ class Redactor:
         redacted = value
         # A pattern whose words are not in the text is not run: it could not match, neither
         # there nor in what the patterns before it made of it (a mask adds no word).
-        for p, run in zip(self._patterns, (*needed, *self._always), strict=True):
+        for pattern, run in zip(DEFAULT_PATTERNS, needed, strict=True):
             if run:
-                redacted = p.sub(_replace, redacted)
+                redacted = _compiled(pattern).sub(_replace, redacted)
+        for p in self._extra:
+            redacted = p.sub(_replace, redacted)
         if len(self._seen) >= _SEEN_MAX:
             self._seen.clear()
         if len(value) <= _SEEN_LONGEST:
@@ -152,6 +153,18 @@ def _needed(low: str) -> tuple[bool, ...]:
 
 
 assert len(_needed("")) == len(DEFAULT_PATTERNS)
+
+# `DEFAULT_PATTERNS` compiled, each the first time a text needs it, shared by every Redactor:
+# compiling all ten took ~22 ms of every start (one Redactor is made at import, by
+# `matcher.aggregate`), and most texts need none of them.
+_COMPILED: dict[str, regex.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> regex.Pattern[str]:
+    compiled = _COMPILED.get(pattern)
+    if compiled is None:
+        compiled = _COMPILED[pattern] = regex.compile(pattern)
+    return compiled
 
 
 def _replace(m: regex.Match[str]) -> str:

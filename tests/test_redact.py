@@ -292,3 +292,82 @@ def test_no_secret_through_the_line_cut(form, value, k, where):
         pad = "m" * (limit - len(lead) - at - _into(secret, k))
         data, _, _ = _traceback(pad + planted + " and then more")
     _assert_gone(secret, _emitted(data, max_line_bytes=limit))
+
+
+# -- the default patterns compile on first use ----------------------------------------------------
+
+def _as_before(value: str, extra: tuple[str, ...] = ()) -> str:
+    """`Redactor.text` as it was when every pattern compiled in `__init__`: the reference the
+    lazy patterns must equal, byte for byte."""
+    import regex
+
+    from matcher.redact import DEFAULT_PATTERNS, _needed, _replace
+    patterns = [regex.compile(p) for p in (*DEFAULT_PATTERNS, *extra)]
+    needed = _needed(value.lower())
+    if not extra and not any(needed):
+        return value
+    for p, run in zip(patterns, (*needed, *(True,) * len(extra)), strict=True):
+        if run:
+            value = p.sub(_replace, value)
+    return value
+
+
+def test_default_patterns_compile_only_when_a_text_needs_them(monkeypatch):
+    """Making a Redactor compiles nothing (a start makes two before any text); a text compiles
+    the patterns whose words it holds, once for every Redactor."""
+    import regex
+
+    from matcher import redact
+    compiled: list[str] = []
+    compile_ = regex.compile
+
+    def counting(pattern, *args, **kwargs):
+        compiled.append(pattern)
+        return compile_(pattern, *args, **kwargs)
+
+    monkeypatch.setattr(redact, "_COMPILED", {}, raising=False)  # none compiled yet
+    monkeypatch.setattr(regex, "compile", counting)
+    first, second = Redactor(), Redactor()
+    assert compiled == []
+    assert first.text("[2026-01-01 12:00:00 TP0] Load weight end.") == \
+        "[2026-01-01 12:00:00 TP0] Load weight end."
+    assert compiled == []  # no pattern's words in it: no pattern needed
+    assert first.text("x-auth-token: Bearer abcdefgh12345") == "x-auth-token: Bearer ***"
+    secret_patterns = list(redact.DEFAULT_PATTERNS[1:7])  # bearer, then the five key patterns
+    assert compiled == secret_patterns
+    assert second.text("Bearer abcdefgh12345") == "Bearer ***"
+    assert Redactor().text("api_key='abc'") == "api_key='***'"
+    assert compiled == secret_patterns  # compiled once, shared
+    assert Redactor([r"(?P<keep>seq=)(?P<secret>\d+)"]).text("seq=12") == "seq=***"
+    assert compiled == [*secret_patterns, r"(?P<keep>seq=)(?P<secret>\d+)"]
+
+
+def test_a_bad_extra_pattern_still_fails_when_the_redactor_is_made():
+    import regex
+    with pytest.raises(regex.error):
+        Redactor(["(unclosed"])
+
+
+_PIECES = ["api_key", "API-KEY", "x-api-key", "hf_token", "pad_token", "token", "Token",
+           "client_secret", "db_password", "passwd", "credentials", "authorization", "Bearer ",
+           "basic ", "--api-key", "--hf_token=", "hf_", "sk-", "://", "redis", "@", "u:p", "=",
+           ": ", ":", " = ", "'", '"', "{", "}", "(", ")", ",", ";", "&", "\n", " ", "  ", "#",
+           "None", "null", "true", "abcdefgh1234", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789",
+           "PLANTEDvalue42", "\\", "/", "-", "_", "é"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=24).map("".join),
+       st.sampled_from([(), (r"(?P<keep>seq=)(?P<secret>\d+)", r"(?i)internal-\w+")]))
+def test_lazy_patterns_redact_as_the_eager_ones_did(text, extra):
+    r = Redactor(extra)
+    assert r.text(text) == _as_before(text, extra)
+    assert r.text(text) == _as_before(text, extra)  # from the memo
+
+
+@pytest.mark.parametrize("text", [
+    *(c.format(s="ZqPLANTEDsecret0123456789abcdef") for c in CONTEXTS),
+    *(f.format(s="PLANTEDvalue42") for f, _ in LEAKED), *NOT_SECRETS,
+    *(f.format(s="BCDFGHJKLMNP") for f in FORMS)])
+def test_every_known_form_redacts_as_before(text):
+    assert Redactor().text(text) == _as_before(text)
