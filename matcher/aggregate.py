@@ -76,21 +76,27 @@ MAX_TRACEBACK_CHARS = 8192
 MAX_TRACKED = 10_000
 _REDACTOR = Redactor()  # for the cut when the caller gave none
 
+# Compiled on first use (`_masks`), as is `_LOG_LEVEL`: only an unknown error or a generated
+# record's match needs them, and every start paid ~2 ms for them at import.
 _MASKS = (
-    (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
-     "<uuid>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.@+-]+){2,}/?"), "<path>"),
-    (re.compile(r"'[^'\n]*'|\"[^\"\n]*\""), "<str>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{12,}\b"), "<hex>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "<num>"),
+    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+    (r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", "<ip>"),
+    (r"(?:[A-Za-z]:)?(?:/[\w.@+-]+){2,}/?", "<path>"),
+    (r"'[^'\n]*'|\"[^\"\n]*\"", "<str>"),
+    (r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{12,}\b", "<hex>"),
+    (r"\d+(?:\.\d+)?", "<num>"),
 )
+
+
+@functools.cache
+def _masks() -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(pattern), repl) for pattern, repl in _MASKS)
 
 
 def mask_message(message: str) -> str:
     """The shape of a message: values that vary between occurrences masked."""
     text = message.split("\n", 1)[0][:2000]
-    for pattern, repl in _MASKS:
+    for pattern, repl in _masks():
         text = pattern.sub(repl, text)
     return text.strip()
 
@@ -464,7 +470,7 @@ _LEVELS = {"DEBUG": "info", "INFO": "info", "WARN": "warning", "WARNING": "warni
 # The level word of a line, where the writers found in sglang's logs put it (after sglang's
 # own prefix and any wrapper, which the framer has taken off the record's header). sglang's own
 # format (`[2026-01-01 12:00:00 TP0] message`) carries none.
-_LOG_LEVEL = re.compile(
+_LOG_LEVEL = (
     # uvicorn `INFO:     127.0.0.1…`, vLLM `WARNING 12-04 11:03:30 [x.py:21] …`,
     # logging.basicConfig `WARNING:root:…`, ray workers `WARNING:2025-11-28 16:00:45,396:…`
     r"(?P<lead>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?=[:\s])"
@@ -477,10 +483,15 @@ _LOG_LEVEL = re.compile(
 )
 
 
+@functools.cache
+def _log_level() -> re.Pattern[str]:
+    return re.compile(_LOG_LEVEL)
+
+
 def log_level(record: Record) -> str | None:
     """The severity the log itself gives `record` (`info`, `warning`, `error`, `critical`), from
     the level word its writer put at the start of the line; None when the line has none."""
-    m = _LOG_LEVEL.match(record.header.lstrip())
+    m = _log_level().match(record.header.lstrip())
     if m is None:
         return None
     return _LEVELS[next(word for word in m.groups() if word)]

@@ -110,6 +110,15 @@ def test_malformed_catalog_names_file_record_and_field(tmp_path, name, content, 
         assert f"field '{field}'" in text
 
 
+def test_malformed_yaml_names_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("- id: x\n  messagePattern: [unclosed\n")
+    result = load_paths([path], "user")
+    assert [(i.file, i.index, i.field) for i in result.issues] == [(str(path), None, None)]
+    assert result.issues[0].problem.startswith("not valid YAML: ")
+    assert result.records == ()
+
+
 def test_one_bad_record_does_not_cost_the_others(tmp_path):
     path = tmp_path / "mixed.jsonl"
     path.write_text("\n".join([json.dumps(bare(id="a")), "{oops", json.dumps(bare(id="c"))]))

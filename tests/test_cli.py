@@ -24,6 +24,16 @@ def cli(*args, stdin=None, cwd=None):
                           input=stdin, cwd=cwd)
 
 
+def test_scan_imports_no_yaml_and_compiles_no_redaction_pattern_at_start():
+    """What `scan` does not need waits: yaml (the built-in catalog is JSON) until a YAML file is
+    read, the redaction patterns until a text needs one (`matcher.redact`)."""
+    code = ("import sys, matcher.cli, matcher.redact as r; "
+            "print('yaml' in sys.modules, getattr(r, '_COMPILED', 'eager'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout
+    assert out.split() == ["False", "{}"]
+
+
 def test_seed_case_text_report_names_record_capture_and_solutions():
     run = cli("scan", str(LAUNCH / "int8_mamba_radix_lru.log"))
     assert run.returncode == 1, run.stderr

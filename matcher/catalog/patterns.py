@@ -7,6 +7,7 @@ computed on the parse tree of the pattern, so `(?:foo|ba)` counts 2 and `x*` cou
 
 from __future__ import annotations
 
+import functools
 import re
 import re._constants as sre_c  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -105,8 +106,15 @@ def _walk(items: object, runs: list[str]) -> int:
 
 # Characters a docker json-file line may hold escaped (`"`, `\\`, controls; Go's encoder also
 # `<`, `>`, `&`; non-ASCII to be safe): a literal is only sure to appear as its bytes between them.
-_JSON_UNSAFE = re.compile(r'[\n"\\<>&\x00-\x1f\x7f-\U0010ffff]')
+# Compiled on first use: a class up to U+10FFFF took `re` ~10 ms, at every start, and only a
+# docker json-file's prefilter needs it.
+_JSON_UNSAFE = r'[\n"\\<>&\x00-\x1f\x7f-\U0010ffff]'
 _NEWLINE = re.compile("\n")
+
+
+@functools.cache
+def _json_unsafe() -> re.Pattern[str]:
+    return re.compile(_JSON_UNSAFE)
 
 
 def literal_cover(pattern: str, min_chars: int = 3, *,
@@ -124,7 +132,7 @@ def literal_cover(pattern: str, min_chars: int = 3, *,
         tree = sre_parse.parse(pattern)
     except (re.error, OverflowError, RecursionError):
         return None
-    return _cover(tree, min_chars, _JSON_UNSAFE if json_safe else _NEWLINE)
+    return _cover(tree, min_chars, _json_unsafe() if json_safe else _NEWLINE)
 
 
 def _cover(items: object, min_chars: int, breaks: re.Pattern[str]) -> tuple[str, ...] | None:
@@ -227,7 +235,7 @@ def cut_head(pattern: str, min_chars: int = MIN_CUT_HEAD) -> str | None:
 
 def json_safe_piece(literal: str, min_chars: int = 3) -> str | None:
     """The longest run of `literal` that a docker json-file line holds as it is."""
-    best = max(_JSON_UNSAFE.split(literal), key=len, default="")
+    best = max(_json_unsafe().split(literal), key=len, default="")
     return best if len(best) >= min_chars else None
 
 
