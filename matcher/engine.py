@@ -250,12 +250,13 @@ class Engine:
             by_file: dict[str, list[int]] = {}
             by_source: dict[str, list[int]] = {}
             for j, r in enumerate(self.framed):
-                assert r.raised_in is not None
-                name = r.raised_in.file_name
+                raised_in = r.peek("raised_in")
+                assert raised_in is not None
+                name = raised_in.file_name
                 if name is not None:
                     by_file.setdefault(name, []).append(j)
                 else:
-                    by_source.setdefault(r.raised_in.source or "", []).append(j)
+                    by_source.setdefault(raised_in.source or "", []).append(j)
             self._framed_by = (by_file, by_source)
         return self._framed_by
 

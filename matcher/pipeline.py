@@ -113,7 +113,7 @@ class Pipeline:
 
     @functools.cached_property
     def _by_id(self) -> dict[str, CatalogRecord]:
-        return {r.id: r for r in self.engine.records}
+        return {r.peek("id"): r for r in self.engine.records}
 
     # -- input -------------------------------------------------------------------------------
 

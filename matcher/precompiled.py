@@ -64,6 +64,7 @@ _LAZY = frozenset(LAZY)
 _RESIDENT = frozenset(RESIDENT)
 _RAISED_IN = RESIDENT.index("raised_in")
 _ORIGIN = RESIDENT.index("origin")
+_RESIDENT_AT = {name: i for i, name in enumerate(RESIDENT)}
 _CODE = ("matcher.precompiled", "matcher.engine", "matcher.prefilter", "matcher.framing",
          "matcher.catalog", "matcher.catalog.load", "matcher.catalog.schema",
          "matcher.catalog.patterns", "matcher.catalog.wording", "matcher.catalog.versions")
@@ -85,6 +86,11 @@ class StoredRecord(CatalogRecord):
     knows the rest by index."""
 
     __slots__ = ("_at", "_store")
+
+    def peek(self, name: str) -> Any:
+        if name in _RESIDENT:  # as its row has it, set or not
+            return self._store.resident(self._at, name)
+        return getattr(self, name)
 
     def __getattr__(self, name: str) -> Any:
         if name in _RESIDENT:
@@ -112,7 +118,7 @@ class Store:
         with (directory / "records.pickle").open("rb") as f:
             rows, offsets = pickle.load(f)
         self._offsets = array("Q", offsets)
-        self._rows: list[tuple[Any, ...] | None] = rows
+        self._rows: list[tuple[Any, ...]] = rows
         new = StoredRecord.__new__
         put = object.__setattr__
         records: list[StoredRecord] = []
@@ -132,16 +138,22 @@ class Store:
     def settle(self, record: StoredRecord) -> None:
         """Set the record's `RESIDENT` fields from its row."""
         with self._lock:
-            at = object.__getattribute__(record, "_at")
-            row = self._rows[at]
-            if row is None:
+            try:
+                object.__getattribute__(record, "id")
                 return  # another thread did
+            except AttributeError:
+                pass
+            row = self._rows[object.__getattribute__(record, "_at")]
             put = object.__setattr__
             for name, value in zip(RESIDENT, row, strict=True):
                 put(record, name, value)
             put(record, "origin", self.files[row[_ORIGIN]])
-            self._rows[at] = None
             self.settled += 1
+
+    def resident(self, at: int, name: str) -> Any:
+        """A `RESIDENT` field of the record at `at`, as its row has it."""
+        value = self._rows[at][_RESIDENT_AT[name]]
+        return self.files[value] if name == "origin" else value
 
     def fill(self, record: StoredRecord) -> None:
         """Set the record's other fields from `records.data`: one read for an event's record;

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from matcher import topology
+from matcher import release, topology
 from matcher.catalog import load_catalog
 from matcher.catalog.check import frame_text
 from matcher.config import Config
@@ -72,13 +72,18 @@ def test_the_artifact_loads_the_same_catalog_and_matches_the_same(shipped):
     source = load_catalog(builtin_dir=base, precompiled=False)
     loaded = load_catalog(builtin_dir=base, precompiled_dir=pre)
     assert loaded.precompiled == "used"
-    assert (loaded.version, [r.id for r in loaded.records]) == (
+    assert (loaded.version, [r.peek("id") for r in loaded.records]) == (
         source.version, [r.id for r in source.records])
     assert all(type(r) is StoredRecord for r in loaded.records)
     store = loaded.records[0]._store
     fast, slow = Engine(loaded.records, cache=None), Engine(source.records, cache=None)
     assert fast.stats.cache == "precompiled"
     # Loading and building the engine read no record's fields: they are set when first read.
+    # What reads a field of every record (the release range, records by id) peeks at it.
+    span, source_span = release.Catalog(fast.records), release.Catalog(slow.records)
+    assert (span.oldest, span.newest) == (source_span.oldest, source_span.newest)
+    assert [r.peek("origin") for r in loaded.records] == [r.origin for r in source.records]
+    assert fast._framed_index() == slow._framed_index()
     assert store.settled == 0
     lines = _lines(source.records)
     assert len(lines) > 1000

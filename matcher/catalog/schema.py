@@ -167,6 +167,12 @@ class CatalogRecord:
     words: bool = False
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
+    def peek(self, name: str) -> Any:
+        """A field, read as a table of every record reads it: a stored record
+        (`precompiled.StoredRecord`) gives it without setting its fields, which a scan reads
+        of the few records it meets."""
+        return getattr(self, name)
+
     @property
     def sglang_locations(self) -> tuple[Location, ...]:
         """(range, filePath, lineNumber, githubUrl) per release range whose site differs."""
