@@ -61,10 +61,14 @@ from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from matcher import frames
 from matcher.redact import Redactor
 from matcher.types import UNCLASSIFIED, Event, Match, Record
+
+if TYPE_CHECKING:
+    from matcher.catalog.schema import CatalogRecord
 
 DEFAULT_WINDOW = 5.0
 DEFAULT_RANK_GRACE = 0.1
@@ -74,6 +78,7 @@ MAX_TRACEBACK_CHARS = 8192
 # small entries are a few MB; more distinct errors than that within one window or repeat
 # interval is a flood no one reads event by event.
 MAX_TRACKED = 10_000
+_KEPT_REMEDIES = 1024  # records whose remediation is kept (`Aggregator._remediation`)
 _REDACTOR = Redactor()  # for the cut when the caller gave none
 
 # Compiled on first use (`_masks`), as is `_LOG_LEVEL`: only an unknown error or a generated
@@ -211,6 +216,10 @@ class Aggregator:
         # (source, error) → arrival time of its last printed event; → quiet repeats since then.
         self._last_printed: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._suppressed: OrderedDict[tuple[str, str], int] = OrderedDict()
+        # Each record's remediation, made once while it keeps firing: the events of a record
+        # share one dict, which nothing changes (`event_dict` and the sinks copy what they
+        # redact or add).
+        self._remedies: dict[int, tuple[CatalogRecord, dict[str, Any]]] = {}
 
     def add(self, record: Record, match: Match | None, now: float = 0.0,
             expected: Collection[str] = ()) -> list[Event]:
@@ -406,6 +415,14 @@ class Aggregator:
         held = self._suppressed.pop(key, 0)
         return dataclasses.replace(event, suppressed=held) if held else event
 
+    def _remediation(self, record: CatalogRecord) -> dict[str, Any]:
+        kept = self._remedies.get(id(record))
+        if kept is None:
+            if len(self._remedies) >= _KEPT_REMEDIES:
+                self._remedies.clear()
+            kept = self._remedies[id(record)] = (record, record.remediation())
+        return kept[1]
+
     def _event(self, group: _Group) -> Event:
         self._open.pop(group.key, None)
         if self._last_cause is group:
@@ -437,7 +454,7 @@ class Aggregator:
                 role=m.pattern.role,
                 message=message,
                 captures=dict(m.captures),
-                remediation=m.pattern.remediation(),
+                remediation=self._remediation(m.pattern),
                 **common,  # type: ignore[arg-type]
             )
         exc = r.exceptions[-1]

@@ -297,18 +297,14 @@ def test_no_secret_through_the_line_cut(form, value, k, where):
 # -- the default patterns compile on first use ----------------------------------------------------
 
 def _as_before(value: str, extra: tuple[str, ...] = ()) -> str:
-    """`Redactor.text` as it was when every pattern compiled in `__init__`: the reference the
-    lazy patterns must equal, byte for byte."""
+    """Every pattern run on the text, in order, each compiled anew: the reference that the
+    lazy patterns, the memo and the choice of patterns by the words a text holds (`_needed`)
+    must equal, byte for byte."""
     import regex
 
-    from matcher.redact import DEFAULT_PATTERNS, _needed, _replace
-    patterns = [regex.compile(p) for p in (*DEFAULT_PATTERNS, *extra)]
-    needed = _needed(value.lower())
-    if not extra and not any(needed):
-        return value
-    for p, run in zip(patterns, (*needed, *(True,) * len(extra)), strict=True):
-        if run:
-            value = p.sub(_replace, value)
+    from matcher.redact import DEFAULT_PATTERNS, _replace
+    for p in (*DEFAULT_PATTERNS, *extra):
+        value = regex.compile(p).sub(_replace, value)
     return value
 
 
@@ -353,7 +349,8 @@ _PIECES = ["api_key", "API-KEY", "x-api-key", "hf_token", "pad_token", "token", 
            "basic ", "--api-key", "--hf_token=", "hf_", "sk-", "://", "redis", "@", "u:p", "=",
            ": ", ":", " = ", "'", '"', "{", "}", "(", ")", ",", ";", "&", "\n", " ", "  ", "#",
            "None", "null", "true", "abcdefgh1234", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789",
-           "PLANTEDvalue42", "\\", "/", "-", "_", "é"]
+           "PLANTEDvalue42", "\\", "/", "-", "_", "é", "tokenizer_manager.py", "KeyError",
+           "key ", "--max-tokens ", "passphrase", "\t", "Secrets"]
 
 
 @settings(max_examples=500, deadline=None)
