@@ -55,7 +55,28 @@ def frames_by_exception(record: Record) -> tuple[tuple[Frame, ...], ...]:
     A chained traceback prints each exception after its own frames; an exception printed with
     no frames of its own (a cause without a traceback) gets none. A `Traceback (most recent
     call last):` line starts a new run of frames.
+
+    Kept for the records read last (`_READ`): matching a traceback reads its frames for the
+    records named by frame and again for the file that raised it, and a bench log's
+    tracebacks were read twice each, a tenth of a scan.
     """
+    kept = _READ.get(id(record))
+    if kept is not None and kept[0] is record:
+        return kept[1]
+    found = _read_frames(record)
+    if len(_READ) >= _READ_MAX:
+        _READ.clear()
+    _READ[id(record)] = (record, found)
+    return found
+
+
+# Records whose frames were read last, by identity (each entry holds its record, so no other
+# object takes its id while it is here); emptied when full.
+_READ: dict[int, tuple[Record, tuple[tuple[Frame, ...], ...]]] = {}
+_READ_MAX = 256
+
+
+def _read_frames(record: Record) -> tuple[tuple[Frame, ...], ...]:
     exceptions = record.exceptions
     out: list[tuple[Frame, ...]] = []
     current: list[Frame] = []

@@ -160,3 +160,33 @@ def test_a_framed_record_needs_no_literal_text_but_a_plain_one_does():
     plain = validate_record({"id": "x", "messagePattern": "^$", "errorClass": "AssertionError"},
                             "c.json", 0, "user")
     assert isinstance(framed, CatalogRecord) and isinstance(plain, list)
+
+
+def test_a_records_frames_are_read_once_and_never_anothers(monkeypatch):
+    """Frames are kept for the records read last, by identity: the same record gives the same
+    frames without reading its lines again, and another record — even one equal to it, or one
+    made after the memo emptied — is read on its own."""
+    from matcher import frames
+
+    reads: list[Record] = []
+    real = frames._read_frames
+
+    def counting(record: Record):
+        reads.append(record)
+        return real(record)
+
+    monkeypatch.setattr(frames, "_read_frames", counting)
+    monkeypatch.setattr(frames, "_READ", {})
+    monkeypatch.setattr(frames, "_READ_MAX", 3)
+    tbs = [*tracebacks(LAUNCH / "no_accelerator.log"), *tracebacks(MAMBA_ASSERT),
+           *tracebacks(SWA_ASSERT), *tracebacks(WAIT_KEYERROR)]
+    assert len(tbs) >= 4
+    first = frames_by_exception(tbs[0])
+    assert frames_by_exception(tbs[0]) is first and reads == [tbs[0]]
+    twin = frame_text((LAUNCH / "no_accelerator.log").read_text(encoding="utf-8"))
+    [copy] = [r for r in twin if r.exceptions]
+    assert copy == tbs[0] and copy is not tbs[0]
+    assert frames_by_exception(copy) == first and reads == [tbs[0], copy]
+    for tb in tbs:  # past `_READ_MAX`: the memo empties, and every answer is still its own
+        assert frames_by_exception(tb) == real(tb)
+    assert all(frames_by_exception(tb) == real(tb) for tb in reversed(tbs))
