@@ -817,17 +817,27 @@ class CompiledForm:
 
 
 class FrozenRegexes(Sequence[bytes]):
-    """`CompiledForm.regexes` as read from a file: one section (an offset table, then the
-    pickles end to end), sliced when a pattern is first confirmed."""
+    """`CompiledForm.regexes` as a file holds them: a section of an offset table, then the
+    pickles end to end. The table is read with the form; a pickle, when its pattern is first
+    confirmed (one `pread`): the 21,000 patterns' 9 MB would otherwise stay in every process's
+    memory for the few hundred a log needs. A file replaced or gone since gives nothing, and
+    the pattern is compiled instead (`thaw` checks what it is given)."""
 
-    def __init__(self, data: bytes, count: int) -> None:
-        table = 8 * (count + 1)
-        if len(data) < table:
+    def __init__(self, path: Path, at: int, count: int, table: bytes) -> None:
+        size = 8 * (count + 1)
+        if len(table) != size:
             raise ValueError("truncated regex section")
-        self._offsets = struct.unpack_from(f"<{count + 1}Q", data)
-        self._data = data
-        if self._offsets[0] != table or self._offsets[-1] != len(data):
+        self._offsets: tuple[int, ...] = struct.unpack_from(f"<{count + 1}Q", table)
+        if self._offsets[0] != size or any(a > b for a, b in zip(self._offsets,
+                                                                   self._offsets[1:])):
             raise ValueError("damaged regex section")
+        self._path = path
+        self._at = at  # where the section starts in the file
+
+    @property
+    def size(self) -> int:
+        """The section's length: its table and pickles."""
+        return self._offsets[-1]
 
     @staticmethod
     def encode(pieces: Sequence[bytes]) -> bytes:
@@ -846,7 +856,17 @@ class FrozenRegexes(Sequence[bytes]):
     def __getitem__(self, i: int | slice) -> bytes | Sequence[bytes]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        return self._data[self._offsets[i]:self._offsets[i + 1]]
+        lo, hi = self._offsets[i], self._offsets[i + 1]
+        try:
+            fd = os.open(self._path, os.O_RDONLY)
+        except OSError:
+            return b""
+        try:
+            return os.pread(fd, hi - lo, self._at + lo)
+        except OSError:
+            return b""
+        finally:
+            os.close(fd)
 
 
 def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
@@ -971,7 +991,10 @@ def decode_form(path: Path, key: str | None, n: int) -> CompiledForm:
         if head_at < regex_at:
             form.head_db = _load_db(section(head_at, regex_at))
         if head["regexes"]:
-            form.regexes = FrozenRegexes(section(regex_at, end - at), n)
+            form.regexes = FrozenRegexes(path, at + regex_at, n,
+                                         section(regex_at, regex_at + 8 * (n + 1)))
+            if regex_at + form.regexes.size != end - at:
+                raise ValueError("damaged regex section")
     return form
 
 

@@ -941,6 +941,21 @@ def test_a_cached_pattern_is_loaded_compiled_not_parsed_again(tmp_path, monkeypa
     assert not {m.pattern.message_pattern for m in found} & set(compiled)
 
 
+def test_a_cache_file_gone_after_loading_costs_only_compiling(tmp_path):
+    """A pattern's compiled program is read from the cache file when the pattern is first
+    confirmed; a file pruned or replaced by then gives nothing, and the pattern compiles."""
+    records = small_catalog()
+    line = frame_text((LAUNCH / "int8_mamba_radix_lru.log").read_text())[-1]
+    built = Engine(records, cache=EngineCache(tmp_path))
+    loaded = Engine(records, cache=EngineCache(tmp_path))
+    assert loaded.stats.cache == "hit"
+    for entry in tmp_path.glob("engine-*.bin"):
+        entry.write_bytes(b"another file now")
+    found = loaded.match_all(line)
+    assert found and [(m.pattern.id, m.captures) for m in found] == [
+        (m.pattern.id, m.captures) for m in built.match_all(line)]
+
+
 def test_a_compiled_program_is_only_ever_that_of_its_pattern():
     """`thaw` loads `regex`'s own pickle of the pattern it is asked for, or nothing: a cache
     file is data, and anything else in it is compiled from the pattern instead."""
