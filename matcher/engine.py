@@ -769,6 +769,11 @@ class _Patterns(Sequence[CompiledPattern]):
         self._parts.append((records, form))
         return base
 
+    @property
+    def made(self) -> int:
+        """How many patterns were made so far (tests, memory)."""
+        return len(self._made) - self._made.count(None)
+
     def records(self) -> Iterator[CatalogRecord]:
         """Every pattern's record, in index order, without making the patterns."""
         for records, _ in self._parts:

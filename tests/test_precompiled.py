@@ -84,13 +84,14 @@ def test_the_artifact_loads_the_same_catalog_and_matches_the_same(shipped):
     assert (span.oldest, span.newest) == (source_span.oldest, source_span.newest)
     assert [r.peek("origin") for r in loaded.records] == [r.origin for r in source.records]
     assert fast._framed_index() == slow._framed_index()
-    assert store.settled == 0
+    assert store.settled == 0 and fast.patterns.made == 0
     lines = _lines(source.records)
     assert len(lines) > 1000
     got = _matches(fast, lines)
     assert got == _matches(slow, lines)
     assert sum(map(bool, got)) > 1000
     assert 0 < store.settled < len(loaded.records)
+    assert 0 < fast.patterns.made < len(fast.patterns)  # the candidates only
     assert [(r.id, r.message_pattern, r.layer, r.origin, r.raised_in) for r in loaded.records] \
         == [(r.id, r.message_pattern, r.layer, r.origin, r.raised_in) for r in source.records]
     # Nothing but the matching fields was read; the rest comes when asked for, as it was.
