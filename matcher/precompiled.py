@@ -9,19 +9,19 @@ writes into `matcher/_precompiled/`:
 
 - `engine.bin`: the compiled engine of the merged built-in records (`engine.encode_form`: the
   Hyperscan databases as `hyperscan.dumpb` wrote them, each pattern's prefilter literal,
-  capture names and head);
-- `records.pickle`: per record the fields matching reads (id, pattern, class, severity, role,
-  frame, releases …) — the parsed, checked catalog in a compact form;
+  capture names and head, and its compiled `regex` program, `engine.freeze`);
+- `records.pickle`: the fields matching reads (id, pattern, class, severity, role, frame,
+  releases …), one column each — the parsed, checked catalog in a compact form;
 - `records.data`: the rest of each record (documentation, solutions, links, locations …),
   one pickled piece per record, read when something first asks for it (`StoredRecord`): an
   event's remediation, `explain`. 30,000 records' text is most of their memory;
 - `manifest.json`: the key it was built for.
 
 The key is a hash of the catalog's source files, of the code that parses, checks and compiles
-them, of the Hyperscan and `regex` versions and of the machine's architecture. `load` recomputes it (hashing
-70 MB takes 50 ms; a file unchanged since it was last hashed keeps its digest, `_file_rows`) and
-uses the artifact only when it agrees; otherwise — or when loading fails
-(a database built for another CPU: `hyperscan.loadb` refuses it) — the catalog is loaded and
+them, of the Hyperscan and `regex` versions and of the machine's architecture. `load`
+recomputes it (hashing 70 MB takes 50 ms; a file unchanged since it was last hashed keeps its
+digest, `_file_rows`) and uses the artifact only when it agrees; otherwise — or when loading
+fails (a database built for another CPU: `hyperscan.loadb` refuses it) — the catalog is loaded and
 compiled from its sources as before, and `Catalog.precompiled` / `EngineStats.note` say why
 (the daemon logs it). python-hyperscan compiles for the host it runs on (it passes no platform
 to `hs_compile_multi`), and its wheels are built without Hyperscan's fat runtime, so their
@@ -77,8 +77,8 @@ def default_dir() -> Path:
 
 class StoredRecord(CatalogRecord):
     """A `CatalogRecord` from the precompiled catalog, its fields set when first read: those in
-    `RESIDENT` from the row loaded with the store (`Store.settle`), the others from the store's
-    data file (`Store.fill`). A slot not yet set raises AttributeError, and Python then asks
+    `RESIDENT` from the columns loaded with the store (`Store.settle`), the others from the
+    store's data file (`Store.fill`). A slot not yet set raises AttributeError, and Python then asks
     `__getattr__`.
 
     Setting 13 fields of 30,000 records when the store loaded was a fifth of every start;
@@ -88,8 +88,12 @@ class StoredRecord(CatalogRecord):
     __slots__ = ("_at", "_store")
 
     def peek(self, name: str) -> Any:
-        if name in _RESIDENT:  # as its row has it, set or not
-            return self._store.resident(self._at, name)
+        if name in _RESIDENT:  # as the store's columns have it, set or not
+            try:
+                store: Store = object.__getattribute__(self, "_store")
+            except AttributeError:  # made by `dataclasses.replace`: its fields are its own
+                return getattr(self, name)
+            return store.resident(object.__getattribute__(self, "_at"), name)
         return getattr(self, name)
 
     def __getattr__(self, name: str) -> Any:
@@ -141,7 +145,7 @@ class Store:
                                     if where is not None)
 
     def settle(self, record: StoredRecord) -> None:
-        """Set the record's `RESIDENT` fields from its row. No lock: two threads settling one
+        """Set the record's `RESIDENT` fields from the columns. No lock: two threads settling one
         record set the same values, and one reading a field not yet set settles it itself
         (the lock, taken for each of the ~2,000 records a scan meets, was a sixth of
         `scan -j`'s parent's time next to the pool's threads)."""
@@ -153,7 +157,7 @@ class Store:
         self.settled += 1  # approximate under threads: tests and memory
 
     def resident(self, at: int, name: str) -> Any:
-        """A `RESIDENT` field of the record at `at`, as its row has it."""
+        """A `RESIDENT` field of the record at `at`, as the columns have it."""
         value = self._columns[_RESIDENT_AT[name]][at]
         return self.files[value] if name == "origin" else value
 

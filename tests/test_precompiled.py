@@ -8,6 +8,7 @@ precompiled path against loading the same files from their sources.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import json
@@ -102,6 +103,8 @@ def test_the_artifact_loads_the_same_catalog_and_matches_the_same(shipped):
         assert (r.documentation, r.tags, r.sglang_locations) == (
             by_id[r.id].documentation, by_id[r.id].tags, by_id[r.id].sglang_locations)
     assert store.filled == 50
+    # A stored record copied with a change has fields of its own: `peek` reads them.
+    assert dataclasses.replace(loaded.records[0], id="mine").peek("id") == "mine"
 
 
 def test_a_user_layer_compiles_on_its_own_with_the_same_precedence(shipped, tmp_path):
