@@ -36,7 +36,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
 class DaemonProcess:
     def __init__(self, tmp: Path, globs: list[str], *extra: str, name: str = "d",
                  honour_file_modes: bool = False, env: dict[str, str] | None = None,
-                 builtin: bool = False) -> None:
+                 builtin: bool = False, writer_record: bool = True) -> None:
         self.tmp = tmp
         self.state = tmp / "state"
         self.catalog = tmp / "writer-catalog.json"
@@ -49,6 +49,12 @@ class DaemonProcess:
         self.runs = 0
         self.env = env or {}
         self.builtin = builtin  # also load the built-in sglang catalog
+        # The writer's record as a user catalog (`--catalog`). Without it a daemon on the
+        # built-in catalog alone takes it from the cache the session compiled
+        # (`conftest._full_catalog_compiled_once`); with it, where no precompiled catalog fits
+        # (CI's editable install), the daemon compiles the whole catalog again, and a slow
+        # machine's tests outwait their deadlines for what needs it (positions, read lag).
+        self.writer_record = writer_record
         # Root reads any file; without CAP_DAC_OVERRIDE it is refused like any user.
         self.prefix = [require_tool("setpriv", "util-linux"),
                        "--bounding-set=-dac_override,-dac_read_search",
@@ -60,7 +66,8 @@ class DaemonProcess:
         with open(self.out, "ab") as out, open(self.err, "ab") as err:
             self.proc = subprocess.Popen(
                 [*self.prefix, sys.executable, "-m", "matcher", "watch", "--state-dir", str(self.state),
-                 "--catalog", str(self.catalog), *([] if self.builtin else ["--no-builtin"]),
+                 *(["--catalog", str(self.catalog)] if self.writer_record else []),
+                 *([] if self.builtin else ["--no-builtin"]),
                  "--poll-interval", "0.05",
                  *self.extra, *self.globs],
                 stdout=out, stderr=err, cwd=REPO,
