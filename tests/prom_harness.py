@@ -73,7 +73,7 @@ def scraped_daemon(tmp_path: Path) -> tuple[Path, Any]:
     log = logs / "server.log"
     log.touch()
     return log, DaemonProcess(tmp_path, [str(logs / "*.log")], "--metrics-addr", "127.0.0.1:0",
-                              builtin=True, writer_record=False)
+                              builtin=True)
 
 
 def served_url(daemon: Any) -> str | None:

@@ -96,7 +96,7 @@ def test_real_prometheus_sees_a_running_daemons_counter_increase(tmp_path):
     log.touch()
     env = {"SGLANG_MATCHER_LABELS": "cluster=test,model=qwen"}
     daemon = DaemonProcess(tmp_path, [str(log)], "--metrics-addr", "127.0.0.1:0", env=env,
-                           builtin=True, writer_record=False)
+                           builtin=True)
     daemon.start()
     try:
         url = poll("daemon serving", lambda: served_url(daemon), 20)

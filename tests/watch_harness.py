@@ -36,7 +36,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
 class DaemonProcess:
     def __init__(self, tmp: Path, globs: list[str], *extra: str, name: str = "d",
                  honour_file_modes: bool = False, env: dict[str, str] | None = None,
-                 builtin: bool = False, writer_record: bool = True) -> None:
+                 builtin: bool = False, writer_record: bool | None = None) -> None:
         self.tmp = tmp
         self.state = tmp / "state"
         self.catalog = tmp / "writer-catalog.json"
@@ -49,12 +49,13 @@ class DaemonProcess:
         self.runs = 0
         self.env = env or {}
         self.builtin = builtin  # also load the built-in sglang catalog
-        # The writer's record as a user catalog (`--catalog`). Without it a daemon on the
-        # built-in catalog alone takes it from the cache the session compiled
-        # (`conftest._full_catalog_compiled_once`); with it, where no precompiled catalog fits
-        # (CI's editable install), the daemon compiles the whole catalog again, and a slow
-        # machine's tests outwait their deadlines for what needs it (positions, read lag).
-        self.writer_record = writer_record
+        # The writer's record as a user catalog (`--catalog`; default: only without the built-in
+        # catalog). A daemon on the built-in catalog alone takes it from the cache the session
+        # compiled (`conftest._full_catalog_compiled_once`); with a user record on top, where
+        # no precompiled catalog fits (CI's editable install), it compiles the whole catalog
+        # again, and on a slow machine tests outwait their deadlines for what needs the full
+        # catalog in (saved positions, the read-lag gauge, a stop without repeats).
+        self.writer_record = not builtin if writer_record is None else writer_record
         # Root reads any file; without CAP_DAC_OVERRIDE it is refused like any user.
         self.prefix = [require_tool("setpriv", "util-linux"),
                        "--bounding-set=-dac_override,-dac_read_search",
