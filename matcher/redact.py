@@ -148,9 +148,9 @@ _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "passphrase", "
 # match (each key ends in one of `_SECRET_WORDS`), in one search of the lower-cased text:
 # `tokenizer_manager.py` in every traceback of sglang's scheduler no longer sends the whole
 # traceback through the five.
+_WORDS = "|".join(_SECRET_WORDS)
 _KEY_GIVEN = re.compile(
-    r"""(?:key|token|secrets?|password|passwd|passphrase|credentials?)['"]?\s*[:=]"""
-    r"""|--[a-z0-9_-]*(?:key|token|secrets?|password|passwd|passphrase|credentials?)(?:=|\s)""")
+    rf"""(?:{_WORDS})s?['"]?\s*[:=]|--[a-z0-9_-]*(?:{_WORDS})s?(?:=|\s)""")
 
 
 def _needed(low: str) -> tuple[bool, ...]:
