@@ -226,24 +226,46 @@ class Engine:
                     rest = []
                 self.stats.cache = "precompiled"
         if rest or not self._parts:
-            if cache is AUTO_CACHE:
-                cache = EngineCache.default() if len(rest) >= CACHE_MIN_PATTERNS else None
-            assert cache is None or isinstance(cache, EngineCache)
-            key = compile_key(rest, use_hs) if cache is not None else ""
-            loaded = cache.load(key, rest) if cache is not None else None
-            status = "hit"
-            if loaded is None:
-                loaded = compile_form(rest, use_hs, progress=progress)
-                status = "off"
-                if cache is not None:
-                    stored_ok = cache.store(key, loaded)
-                    status = ("rebuilt" if cache.last_corrupt else "miss") if stored_ok \
-                        else "unwritable"
-            self.stats.cache = f"precompiled+{status}" if self._parts else status
-            self._add_part(rest, loaded)
-            chunks.append(loaded.chunk)
+            # Where nothing shipped fits (a checkout), the built-in records and a user's layer
+            # are still compiled and cached as parts of their own, as with the shipped catalog:
+            # a user catalog on top then costs its own compile, not the whole catalog's again.
+            shipped_in = bool(self._parts)
+            groups = [rest] if shipped_in else _by_origin(rest)
+            total = len(rest)
+            statuses: list[str] = []
+            done = 0
+            for group in groups:
+                status, loaded = self._compiled_part(
+                    group, use_hs, cache, progress and _offset_progress(progress, done, total))
+                done += len(group)
+                statuses.append(status)
+                self._add_part(group, loaded)
+                chunks.append(loaded.chunk)
+            status = "+".join(statuses)
+            self.stats.cache = f"precompiled+{status}" if shipped_in else status
         if use_hs and chunks and all(c is not None for c in chunks):
             self.chunk_prefilter = ChunkPrefilter.union([c for c in chunks if c is not None])
+
+    @staticmethod
+    def _compiled_part(records: Sequence[CatalogRecord], use_hs: bool,
+                       cache: EngineCache | object | None,
+                       progress: Callable[[int, int], None] | None
+                       ) -> tuple[str, CompiledForm]:
+        """The compiled form of one part, from the cache or compiled (and then cached), and
+        what happened: "hit", "miss", "rebuilt", "unwritable" or "off" (no cache)."""
+        if cache is AUTO_CACHE:
+            cache = EngineCache.default() if len(records) >= CACHE_MIN_PATTERNS else None
+        assert cache is None or isinstance(cache, EngineCache)
+        key = compile_key(records, use_hs) if cache is not None else ""
+        loaded = cache.load(key, records) if cache is not None else None
+        if loaded is not None:
+            return "hit", loaded
+        loaded = compile_form(records, use_hs, progress=progress)
+        if cache is None:
+            return "off", loaded
+        if not cache.store(key, loaded):
+            return "unwritable", loaded
+        return ("rebuilt" if cache.last_corrupt else "miss"), loaded
 
     def _framed_index(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
         """The framed records (their index in `framed`) by the file name their frame names,
@@ -1001,6 +1023,23 @@ def decode_form(path: Path, key: str | None, n: int) -> CompiledForm:
             if regex_at + form.regexes.size != end - at:
                 raise ValueError("damaged regex section")
     return form
+
+
+def _by_origin(records: list[CatalogRecord]) -> list[list[CatalogRecord]]:
+    """`records` as the built-in ones and a user's layer, when both are there (else one part).
+
+    The built-in part is the built-in catalog less what the user's layer replaced: all of it
+    (the same key, a cache hit) unless the user's records replace built-in ones."""
+    user = [r for r in records if r.layer == "user"]
+    if not user or len(user) == len(records):
+        return [records]
+    return [[r for r in records if r.layer != "user"], user]
+
+
+def _offset_progress(progress: Callable[[int, int], None], done: int, total: int
+                     ) -> Callable[[int, int], None]:
+    """A part's compile progress as progress through all parts (`done` compiled before it)."""
+    return lambda d, _n: progress(done + d, total)
 
 
 def _shipped_part(records: Sequence[CatalogRecord]) -> tuple[Any, set[int] | None] | None:

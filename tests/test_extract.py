@@ -972,6 +972,63 @@ def test_a_compiled_program_is_only_ever_that_of_its_pattern():
     assert thaw(pickle.dumps("Cannot (?P<what>\\w+) now"), "Cannot (?P<what>\\w+) now") is None
 
 
+def _user_layer(tmp_path, records):
+    """A user's catalog on top of `records`: one record of its own and, in the second result,
+    one that also takes a built-in record's message template (the built-in one gives way)."""
+    taken = next(r for r in records if r.error_message and r.raised_in is None)
+    own = {"id": "user-own", "messagePattern": r"a failure of the user's own: (?P<what>\w+)",
+           "errorClass": "RuntimeError"}
+    template = {"id": "user-template", "errorMessage": taken.error_message,
+                "errorClass": taken.error_class}
+    loaded = []
+    for i, user in enumerate(([own], [own, template])):
+        path = tmp_path / f"user-{i}.json"
+        path.write_text(json.dumps(user))
+        loaded.append(merge_layers([*records, *load_paths([path], "user").records]))
+    return loaded
+
+
+def test_a_user_layer_without_a_precompiled_catalog_compiles_only_its_own_part(
+        tmp_path, monkeypatch):
+    """Where no precompiled catalog fits (a checkout), the built-in records come from the
+    cache as a part of their own, and a user catalog on top compiles only its records; one that
+    replaces built-in records compiles both parts. Either matches as one part compiled whole."""
+    from matcher import engine as engine_module
+
+    records = small_catalog()
+    own, replacing = _user_layer(tmp_path, records)
+    cache = EngineCache(tmp_path / "cache")
+    assert Engine(records, cache=cache).stats.cache == "miss"
+    compiled: list[int] = []
+    real = engine_module.compile_form
+
+    def counting(part, *args, **kwargs):
+        compiled.append(len(part))
+        return real(part, *args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "compile_form", counting)
+    split = Engine(own, cache=cache)
+    assert (split.stats.cache, compiled) == ("hit+miss", [1])
+    compiled.clear()
+    split_replacing = Engine(replacing, cache=cache)
+    assert split_replacing.stats.cache == "miss+miss"
+    searched = [r for r in records if r.raised_in is None]  # framed records are looked up
+    assert compiled == [len(searched) - 1, 2]
+    assert len(split.patterns) == len(split_replacing.patterns) == len(searched) + 1
+
+    monkeypatch.setattr(engine_module, "_by_origin", lambda rest: [rest])
+    lines = [frame_text(log.read_text())[-1] for log in sorted(LAUNCH.glob("*.log"))]
+    lines += frame_text("RuntimeError: a failure of the user's own: gpus")
+    for catalog, engine in ((own, split), (replacing, split_replacing)):
+        whole = Engine(catalog, cache=None)
+        assert len(whole.patterns) == len(engine.patterns)
+        got = [[(m.pattern.id, m.captures) for m in engine.match_all(line)] for line in lines]
+        assert got == [[(m.pattern.id, m.captures) for m in whole.match_all(line)]
+                       for line in lines]
+        assert sum(bool(g) for g in got) >= 20  # the comparison is not of empty results
+        assert [("user-own", {"what": "gpus"})] in got
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped byte"])
 def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, damage):
     records = small_catalog()

@@ -50,11 +50,9 @@ class DaemonProcess:
         self.env = env or {}
         self.builtin = builtin  # also load the built-in sglang catalog
         # The writer's record as a user catalog (`--catalog`; default: only without the built-in
-        # catalog). A daemon on the built-in catalog alone takes it from the cache the session
-        # compiled (`conftest._full_catalog_compiled_once`); with a user record on top, where
-        # no precompiled catalog fits (CI's editable install), it compiles the whole catalog
-        # again, and on a slow machine tests outwait their deadlines for what needs the full
-        # catalog in (saved positions, the read-lag gauge, a stop without repeats).
+        # catalog, since no test on the built-in catalog uses it). A daemon on the built-in
+        # catalog takes it from the cache the session compiled
+        # (`conftest._full_catalog_compiled_once`), and a user record on top compiles alone.
         self.writer_record = not builtin if writer_record is None else writer_record
         # Root reads any file; without CAP_DAC_OVERRIDE it is refused like any user.
         self.prefix = [require_tool("setpriv", "util-linux"),
