@@ -722,12 +722,15 @@ class EngineCache:
         if not path.is_file():
             return None
         try:
-            return decode_form(path, key, len(records))
+            form = decode_form(path, key, len(records))
         except OSError:
             return None
         except Exception:  # noqa: BLE001 - any damage means: rebuild
             self.last_corrupt = True
             return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # used now: `_prune` keeps the entries used last
+        return form
 
     def store(self, key: str, form: CompiledForm) -> bool:
         data = encode_form(key, form)
@@ -747,7 +750,8 @@ class EngineCache:
         return True
 
     def _prune(self, keep: Path) -> None:
-        """Keep the most recent entries only: each catalog version leaves one behind."""
+        """Keep the entries stored or loaded last only: each catalog version leaves one
+        behind, and the built-in part outlives the user catalogs put on top of it."""
         try:
             entries = sorted(self.directory.glob("engine-*.bin"),
                              key=lambda p: p.stat().st_mtime, reverse=True)

@@ -1045,6 +1045,22 @@ def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, damage):
     assert Engine(records, cache=EngineCache(tmp_path)).stats.cache == "hit"
 
 
+def test_the_cache_keeps_the_entries_used_last(tmp_path):
+    """Entries are pruned by last use, not by when they were written: the built-in part a
+    checkout loads at every start outlives the many user catalogs compiled on top of it."""
+    from matcher.engine import _KEEP_ENTRIES
+
+    records = small_catalog()
+    cache = EngineCache(tmp_path)
+    assert Engine(records, cache=cache).stats.cache == "miss"
+    searched = [r for r in records if r.raised_in is None]
+    for i in range(2 * _KEEP_ENTRIES):
+        assert Engine(searched[i:i + 1], cache=cache).stats.cache == "miss"
+        assert Engine(records, cache=cache).stats.cache == "hit"
+    assert len(list(tmp_path.glob("engine-*.bin"))) == _KEEP_ENTRIES
+    assert Engine(searched[0:1], cache=cache).stats.cache == "miss"  # long pruned
+
+
 def test_cache_dir_comes_from_the_environment_through_the_application(monkeypatch, tmp_path):
     from matcher import cache
 
