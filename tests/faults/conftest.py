@@ -3,7 +3,7 @@
 CI runs short versions of the long cases (fewer lines, fewer kills); `--full` (or
 `SGLANG_MATCHER_FAULTS=full`) runs the sizes the figures of docs/reliability.md come from:
 
-    python -m pytest tests/faults --full -s      # each test prints its FIGURE line
+    python -m pytest -n 0 tests/faults --full -s      # each test prints its FIGURE line
 
 Figures are counts and bounds (lines lost, duplicated, peak RSS), never durations: the machines
 that run this are shared and noisy.
