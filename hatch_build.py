@@ -5,7 +5,9 @@ machine of this build, so a wheel built for x86-64 (or aarch64) carries database
 family (python-hyperscan's own wheels compile for no CPU feature beyond the family's base: see
 `matcher.precompiled`); the wheel is tagged for its platform. An editable install, a platform
 without Hyperscan, or `SGLANG_MATCHER_SKIP_PRECOMPILE=1` ship none: the daemon then compiles at
-its first start (reading with the curated layer meanwhile) and caches the result.
+its first start (reading with the curated layer meanwhile) and caches the result. A checkout
+already precompiled (`sglang-matcher catalog precompile`), with an artifact that fits, ships
+that one instead of compiling it again.
 """
 
 from __future__ import annotations
@@ -19,11 +21,17 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 _SCRIPT = """
+import shutil
 import sys
 from pathlib import Path
 from matcher import precompiled
 from matcher.catalog import load_catalog
-base, out = Path(sys.argv[1]), Path(sys.argv[2])
+base, out, own = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+manifest, _ = precompiled.check(base, own)
+if manifest is not None:
+    shutil.copytree(own, out, dirs_exist_ok=True)
+    print(f"precompiled {manifest['records']} records: the checkout's own, which fits")
+    sys.exit(0)
 catalog = load_catalog(builtin_dir=base, precompiled=False)
 if catalog.issues:
     sys.exit("the built-in catalog has problems: run `sglang-matcher catalog lint`")
@@ -49,7 +57,10 @@ class PrecompileHook(BuildHookInterface):  # type: ignore[misc]
         out = Path(self.directory) / "precompiled"
         env = {**os.environ, "PYTHONPATH": str(root)}
         self.app.display_info("precompiling the built-in catalog (about a minute)")
-        subprocess.run([sys.executable, "-c", _SCRIPT, str(root / "patterns"), str(out)],
+        # A checkout precompiled by `catalog precompile` (its `matcher/_precompiled`) that
+        # fits this catalog, code and machine is shipped as it is, not compiled again.
+        subprocess.run([sys.executable, "-c", _SCRIPT, str(root / "patterns"), str(out),
+                        str(root / "matcher" / "_precompiled")],
                        check=True, cwd=root, env=env)
         build_data["force_include"][str(out)] = "matcher/_precompiled"
         build_data["pure_python"] = False
