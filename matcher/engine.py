@@ -850,8 +850,8 @@ class CompiledForm:
 class FrozenRegexes(Sequence[bytes]):
     """`CompiledForm.regexes` as a file holds them: a section of an offset table, then the
     pickles end to end. The table is read with the form; a pickle, when its pattern is first
-    made, as a prefilter candidate (one `pread`): the 21,000 patterns' 9 MB would otherwise stay in every process's
-    memory for the few hundred a log needs. A file replaced or gone since gives nothing, and
+    made, as a prefilter candidate (one `pread`): the 21,000 patterns' 9 MB would otherwise
+    stay in every process's memory for the few hundred a log needs. A file replaced or gone since gives nothing, and
     the pattern is compiled instead (`thaw` checks what it is given)."""
 
     def __init__(self, path: Path, at: int, count: int, table: bytes) -> None:
@@ -1034,10 +1034,11 @@ def _by_origin(records: list[CatalogRecord]) -> list[list[CatalogRecord]]:
 
     The built-in part is the built-in catalog less what the user's layer replaced: all of it
     (the same key, a cache hit) unless the user's records replace built-in ones."""
-    user = [r for r in records if r.layer == "user"]
-    if not user or len(user) == len(records):
+    mine = [r.peek("layer") == "user" for r in records]  # peeked: no stored record settles
+    if all(mine) or not any(mine):
         return [records]
-    return [[r for r in records if r.layer != "user"], user]
+    return [[r for r, m in zip(records, mine, strict=True) if not m],
+            [r for r, m in zip(records, mine, strict=True) if m]]
 
 
 def _offset_progress(progress: Callable[[int, int], None], done: int, total: int

@@ -1016,6 +1016,14 @@ def test_a_user_layer_without_a_precompiled_catalog_compiles_only_its_own_part(
     assert compiled == [len(searched) - 1, 2]
     assert len(split.patterns) == len(split_replacing.patterns) == len(searched) + 1
 
+    # Progress runs through both parts, to all of them, as over one.
+    reported: list[tuple[int, int]] = []
+    Engine(replacing, cache=EngineCache(tmp_path / "cold"),
+           progress=lambda done, total: reported.append((done, total)))
+    assert reported == sorted(reported) and reported[-1] == (len(searched) + 1,) * 2
+    assert {total for _, total in reported} == {len(searched) + 1}
+    assert (len(searched) - 1, len(searched) + 1) in reported  # the built-in part's end
+
     monkeypatch.setattr(engine_module, "_by_origin", lambda rest: [rest])
     lines = [frame_text(log.read_text())[-1] for log in sorted(LAUNCH.glob("*.log"))]
     lines += frame_text("RuntimeError: a failure of the user's own: gpus")
