@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from matcher.catalog import load_catalog
 from matcher.cli import cmd_scan
-from matcher.redact import Redactor
+from matcher.redact import _SEEN_MAX, Redactor
 
 secret = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
                  min_size=28, max_size=40).map(lambda s: "Zq" + s)
@@ -114,7 +114,25 @@ def test_a_text_redacted_again_is_redacted_the_same():
     assert r.text(text) == first
     for i in range(3000):  # more texts than the memo holds: it empties and starts over
         assert r.text(f"token={i}x") == "token=***"
+        assert r.text(f"clean {i}") == f"clean {i}"  # texts needing nothing are kept too
+    assert len(r._seen) <= _SEEN_MAX
     assert r.text(text) == first
+
+
+def test_values_are_walked_whole_with_their_types():
+    """Every string in nested dicts, lists and tuples (keys too) is redacted, a str subclass
+    included; tuples come out as lists, and numbers, booleans and None as they are."""
+    class Name(str):
+        pass
+
+    r = Redactor()
+    event = {"a": 1, "b": 2.5, "c": True, "d": None, Name("token=k1"): ("token=v1", [Name("x")]),
+             "e": {"f": ["api_key='s3cr3t'", {"g": "--hf-token hf_abcdefghijklmnopqrstu"}]}}
+    for _ in range(2):  # the second time from the memo
+        out = r.value(event)
+        assert out == {"a": 1, "b": 2.5, "c": True, "d": None, "token=***": ["token=***", ["x"]],
+                       "e": {"f": ["api_key='***'", {"g": "--hf-token ***"}]}}
+        assert type(out["c"]) is bool and type(out["a"]) is int
 
 
 NOT_SECRETS = [
