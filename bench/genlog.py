@@ -36,6 +36,9 @@ from pathlib import Path
 
 import regex
 
+# This checkout's package, whatever is installed (a stale editable install points elsewhere).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from matcher.catalog import CatalogRecord, load_catalog
 from matcher.engine import Engine
 from matcher.framing import Framer

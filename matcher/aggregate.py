@@ -535,10 +535,15 @@ def event_class(match: Match | None, record: Record) -> str:
     return UNCLASSIFIED
 
 
+_RANK_TAG = re.compile(r"([A-Za-z_]*?)(\d+)$")
+
+
+@functools.lru_cache(maxsize=4096)
 def _rank_order(rank: str) -> tuple[tuple[str, int], ...]:
-    """`DP0 TP10` after `DP0 TP2`: compare rank tags by name, then number."""
+    """`DP0 TP10` after `DP0 TP2`: compare rank tags by name, then number. Kept per rank: a
+    server has a few, and every event sorts its own."""
     out = []
     for tag in rank.strip("[]").split():
-        m = re.match(r"([A-Za-z_]*?)(\d+)$", tag)
+        m = _RANK_TAG.match(tag)
         out.append((m.group(1), int(m.group(2))) if m else (tag, -1))
     return tuple(out)
