@@ -496,24 +496,33 @@ def _load(args: argparse.Namespace) -> Catalog:
 def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
              input_format: str = "auto", err: TextIO | None = None,
              sglang_version: str = AUTO, jobs: int = 1) -> int:
+    if fmt == "json":
+        encoded, _ = scan_events(inputs, catalog, input_format=input_format, err=err,
+                                 sglang_version=sglang_version, jobs=jobs, encode=json_line)
+        out.writelines(line for line, _failure in encoded)
+        return int(any(failure for _line, failure in encoded))
     dicts, lines = scan_events(inputs, catalog, input_format=input_format, err=err,
                                sglang_version=sglang_version, jobs=jobs)
-    if fmt == "json":
-        for d in dicts:
-            out.write(json.dumps(d, ensure_ascii=False) + "\n")
-    else:
-        out.write(render(dicts, inputs=list(inputs), lines=lines))
+    out.write(render(dicts, inputs=list(inputs), lines=lines))
     return exit_code(dicts)
+
+
+def json_line(event: dict[str, Any]) -> tuple[str, bool]:
+    """An event dict as `scan --format json` prints it, and whether it makes the exit code 1
+    (`exit_code`): made where the dict is, in a worker of `scan -j N`."""
+    return json.dumps(event, ensure_ascii=False) + "\n", exit_code([event]) == 1
 
 
 def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = "auto",
                 err: TextIO | None = None, sglang_version: str = AUTO,
                 engine: Engine | None = None, jobs: int = 1, read_size: int = READ_SIZE,
-                split: Splitter | None = None) -> tuple[list[dict[str, Any]], int]:
+                split: Splitter | None = None,
+                encode: Callable[[dict[str, Any]], Any] | None = None) -> tuple[list[Any], int]:
     """The events of saved logs, redacted, in log order; and the number of lines read.
     `engine`: one already built over `catalog.records` (a caller scanning many logs).
     `jobs` > 1: read by that many worker processes, with the same result (`matcher.parallel`;
-    `split` chooses where a file is cut, for tests)."""
+    `split` chooses where a file is cut, for tests). `encode`: what each event dict becomes
+    (`json_line`), made by those workers too."""
     engine = engine if engine is not None else Engine(catalog.records)
     pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
                         sglang_version=sglang_version)
@@ -526,7 +535,8 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
     if jobs > 1 and parallel.worth_it(inputs, read_size):
         try:
             dicts = parallel.scan(pipeline, named, jobs=jobs, read_size=read_size,
-                                  read_alone=read, order=order, split=split or split_file)
+                                  read_alone=read, order=order, split=split or split_file,
+                                  encode=encode)
         except OSError as e:
             raise UsageError(f"cannot read {e.filename}: {e.strerror}") from e
     else:
@@ -534,6 +544,8 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
         events.extend(pipeline.finish())
         redactor = Redactor()
         dicts = [event_dict(e, redactor) for e in sorted(events, key=order)]
+        if encode is not None:
+            dicts = [encode(d) for d in dicts]
     for source, bad in pipeline.stats.by_source_malformed.items():
         fmt_name = pipeline.stats.by_source_format.get(source, input_format)
         print(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} format, "

@@ -27,7 +27,9 @@ which is a pure function of the record), so only it is spread:
   parent's one `Pipeline.aggregate`: the picking of a release under "auto", the grouping of
   ranks and consequences, the repeat windows, all in log order. Ends of files, the counts and
   the format warnings come from the parent's pipeline as they do with one process.
-- Events become dicts (redaction, the other costly step) in the workers, in order.
+- Events become dicts (redaction, the other costly step) in the workers, in order; and, for
+  `scan --format json`, JSON lines there too (`encode`): on the 1 GB bench log the parent
+  encoding 6,000 events after the last read was 0.19 s of a 7.3 s run.
 
 So equal output is by construction, and the tests check it on every log in the repository,
 whole and concatenated, at cuts chosen by hypothesis. What the state comparison leaves out:
@@ -270,9 +272,12 @@ def _unpack(packed: tuple[int, dict[str, Any]], record: Record,
     return Match(pattern=pattern, record=record, **fields)
 
 
-def _dicts(events: list[Event]) -> list[dict[str, Any]]:
+def _dicts(events: list[Event]) -> list[Any]:
     redactor = _shared.setdefault("redactor", Redactor())
-    return [event_dict(e, redactor) for e in events]
+    encode: Callable[[dict[str, Any]], Any] | None = _shared["encode"]
+    if encode is None:
+        return [event_dict(e, redactor) for e in events]
+    return [encode(event_dict(e, redactor)) for e in events]
 
 
 # -- the parent -------------------------------------------------------------------------------
@@ -296,9 +301,11 @@ def worth_it(paths: Sequence[str], read_size: int) -> bool:
 
 def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, read_size: int,
          read_alone: Callable[[str, str], list[Event]], order: Callable[[Event], Any],
-         split: Splitter = split_file) -> list[dict[str, Any]]:
+         split: Splitter = split_file,
+         encode: Callable[[dict[str, Any]], Any] | None = None) -> list[Any]:
     """The event dicts of `inputs` ((path, source) pairs) in `order`, as `pipeline` makes them
-    from reads of `read_size` bytes — `pipeline.finish()` included — read by `jobs` workers.
+    from reads of `read_size` bytes — `pipeline.finish()` included — read by `jobs` workers;
+    or, given `encode`, what it makes of each dict, in the workers too (a JSON line).
 
     `read_alone(path, source)`: reads an input in the parent, as one process does (stdin, a
     pipe: what is not a regular file). `split(chunks, jobs)`: where a file of `chunks` reads
@@ -335,7 +342,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     if docker:
         _ = engine.docker_prefilter  # built once, before the workers are forked
     records = engine.records
-    _shared.update(engine=engine, pipeline=pipeline, read_size=read_size,
+    _shared.update(engine=engine, pipeline=pipeline, read_size=read_size, encode=encode,
                    index={id(r): i for i, r in enumerate(records)})
     # The workers share the parent's heap until they write to it; the collector would write to
     # every object it walks, so what exists now is left out of its walks. The parent then runs
@@ -363,7 +370,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
 def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
           plan: list[list[Task]], read_alone: Callable[[str, str], list[Event]],
           order: Callable[[Event], Any], records: Sequence[CatalogRecord],
-          read_size: int, jobs: int) -> list[dict[str, Any]]:
+          read_size: int, jobs: int) -> list[Any]:
     """`scan` once the workers are forked: the tasks in log order, read by them and taken by
     the parent, and the event dicts in `order`."""
     tasks = [t for ts in plan for t in ts]
@@ -432,7 +439,7 @@ class _Dicts:
         self._events += batch
         self._parts.append(self._pool.apply_async(_dicts, (batch,)))
 
-    def ordered(self, order: Callable[[Event], Any]) -> list[dict[str, Any]]:
+    def ordered(self, order: Callable[[Event], Any]) -> list[Any]:
         if self._waiting:
             self._send()
         made = [d for part in self._parts for d in part.get()]

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from matcher import parallel
 from matcher.catalog import load_catalog
-from matcher.cli import cmd_scan, scan_events
+from matcher.cli import cmd_scan, json_line, scan_events
 from matcher.engine import Engine
 from matcher.release import AUTO
+from matcher.report import exit_code
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
@@ -105,16 +106,37 @@ def test_docker_across_cuts(loaded, concatenated, tmp_path):
     _same(loaded, [path], read_size=2048, jobs=(2,))
 
 
-def test_text_json_and_exit_code(loaded, concatenated):
+def test_text_json_and_exit_code(loaded, concatenated, tmp_path):
     catalog, _ = loaded
-    outs = {}
-    for fmt in ("text", "json"):
-        for j in (1, 2):
-            buf = io.StringIO()
-            code = cmd_scan([str(concatenated), str(LOGS[0])], fmt, catalog, buf, jobs=j,
-                            err=io.StringIO())
-            outs[fmt, j] = (code, buf.getvalue())
-        assert outs[fmt, 1] == outs[fmt, 2]
+    quiet = tmp_path / "quiet.log"
+    quiet.write_text("[2026-01-01 12:00:00] Load weight end.\n")
+    for inputs, code_expected in (([concatenated, LOGS[0]], 1), ([quiet], 0)):
+        outs = {}
+        for fmt in ("text", "json"):
+            for j in (1, 2):
+                buf = io.StringIO()
+                code = cmd_scan([str(p) for p in inputs], fmt, catalog, buf, jobs=j,
+                                err=io.StringIO())
+                outs[fmt, j] = (code, buf.getvalue())
+            assert outs[fmt, 1] == outs[fmt, 2]
+            assert outs[fmt, 1][0] == code_expected
+
+
+def test_json_lines_made_by_the_workers(loaded, concatenated):
+    """`scan --format json` has the workers make the JSON lines and the exit code's part of
+    each event (`json_line`): the same lines, in the same order, as one process makes."""
+    dicts, lines, _ = _scan(loaded, [concatenated], 1, read_size=1024)
+    catalog, engine = loaded
+    for j in (1, 2):
+        parallel.last.clear()
+        encoded, n = scan_events([str(concatenated)], catalog, engine=engine, jobs=j,
+                                 read_size=1024, err=io.StringIO(), encode=json_line)
+        assert bool(parallel.last) == (j > 1)
+        assert n == lines
+        assert [line for line, _ in encoded] == \
+            [json.dumps(d, ensure_ascii=False) + "\n" for d in dicts]
+        assert [failure for _, failure in encoded] == [exit_code([d]) == 1 for d in dicts]
+        assert any(failure for _, failure in encoded) and not all(f for _, f in encoded)
 
 
 def test_generated_bench_log(loaded, tmp_path):
