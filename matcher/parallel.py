@@ -72,7 +72,7 @@ MIN_TASK_CHUNKS = 4
 # not repay — on 2 CPUs, a 17 MB bench log took 0.60 s alone and 0.65 s with two workers, an
 # 84 MB one 1.00 s either way, a 168 MB one 1.46 s and 1.22 s.
 MIN_PARALLEL_READS = 64
-# Events per batch made into dicts by a worker.
+# Events per batch made into dicts by a worker (the last ones: a batch per worker).
 DICT_BATCH = 256
 # Tasks per worker for a file that is cut: enough to even out the load, few enough that the
 # warm-up read of each costs little.
@@ -377,7 +377,7 @@ def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
     last.clear()
     last.update(tasks=len(tasks), reads_from_workers=0, reads_again=0)
     done = _Window(pool, tasks, ahead=jobs + 1)
-    dicts = _Dicts(pool)
+    dicts = _Dicts(pool, jobs)
     queue = iter(tasks)
     for (path, source), own in zip(inputs, plan, strict=True):
         if not own:
@@ -423,25 +423,28 @@ class _Dicts:
     still read, instead of all of them waiting for the last event. `ordered` gives the dicts
     in the order a stable sort of the events by `order` gives, as one process emits them."""
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, jobs: int) -> None:
         self._pool = pool
+        self._jobs = jobs
         self._events: list[Event] = []
         self._waiting: list[Event] = []
         self._parts: list[Any] = []  # AsyncResults, each of a batch in `_events` order
 
     def add(self, events: list[Event]) -> None:
         self._waiting += events
-        if len(self._waiting) >= DICT_BATCH:
-            self._send()
+        while len(self._waiting) >= DICT_BATCH:
+            self._send(DICT_BATCH)
 
-    def _send(self) -> None:
-        batch, self._waiting = self._waiting, []
+    def _send(self, size: int) -> None:
+        batch, self._waiting = self._waiting[:size], self._waiting[size:]
         self._events += batch
         self._parts.append(self._pool.apply_async(_dicts, (batch,)))
 
     def ordered(self, order: Callable[[Event], Any]) -> list[Any]:
-        if self._waiting:
-            self._send()
+        if self._waiting:  # the last: a batch per worker, so that they end together
+            size = -(-len(self._waiting) // self._jobs)
+            while self._waiting:
+                self._send(size)
         made = [d for part in self._parts for d in part.get()]
         at = sorted(range(len(self._events)), key=lambda i: order(self._events[i]))
         return [made[i] for i in at]

@@ -253,3 +253,30 @@ def test_a_reading_state_moves_every_line_number(loaded, tmp_path):
     assert after.keys() == before.keys()
     assert {p: after[p] - before[p] for p in before} == dict.fromkeys(before, 1000)
     assert parallel.state_of(reader) == state
+
+
+def test_events_go_to_the_workers_in_batches_and_the_last_in_one_per_worker():
+    """Batches of `DICT_BATCH` as events arrive (a task's 750 do not wait as one), and what is
+    left at the end split evenly, one batch per worker, so that the workers end together."""
+    class Done:
+        def __init__(self, value):
+            self.value = value
+
+        def get(self):
+            return self.value
+
+    class Pool:
+        def __init__(self):
+            self.sizes = []
+
+        def apply_async(self, fn, args):
+            self.sizes.append(len(args[0]))
+            return Done([f"d{e}" for e in args[0]])
+
+    pool = Pool()
+    dicts = parallel._Dicts(pool, 2)
+    dicts.add(list(range(300)))
+    dicts.add(list(range(300, 700)))
+    assert pool.sizes == [256, 256]
+    assert dicts.ordered(lambda e: -e) == [f"d{e}" for e in reversed(range(700))]
+    assert pool.sizes == [256, 256, 94, 94]
