@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 GENERATED = REPO / "patterns" / "sglang" / "generated" / "sglang.jsonl"
 CURATED = REPO / "patterns" / "sglang" / "curated"
+SEED_FILE = CURATED / "000_seed_int8_mamba_radix_cache.json"
 _RUN = topology.Compilation._run
 
 
@@ -186,6 +187,27 @@ def test_a_catalog_file_is_hashed_again_only_when_it_changed(shipped, tmp_path, 
     (cache_dir / "precompiled-digests.json").unlink()
     assert precompiled._file_rows(copy) == again and len(hashed) == len(again)
     assert not (cache_dir / "precompiled-digests.json").exists()
+
+
+def test_earlier_pattern_checks_are_read_only_with_patterns_to_check(shipped, cache_dir,
+                                                                      monkeypatch):
+    """The memory of checked patterns (1.8 MB with the full catalog) is for loading from
+    sources: a start on the artifact alone does not read it; a user layer on top, or the
+    sources themselves, do."""
+    from matcher.catalog.load import PatternFactsCache
+
+    base, pre = shipped
+    reads: list[Path] = []
+    real = PatternFactsCache.load
+    monkeypatch.setattr(PatternFactsCache, "load", lambda self: reads.append(self.path)
+                        or real(self))
+    alone = load_catalog(builtin_dir=base, precompiled_dir=pre)
+    assert alone.precompiled == "used" and reads == []
+    user = load_catalog(builtin_dir=base, precompiled_dir=pre, user_paths=[SEED_FILE])
+    assert user.precompiled == "used" and len(reads) == 1
+    sources = load_catalog(builtin_dir=base, precompiled=False)
+    assert [r.id for r in sources.records] == [r.id for r in alone.records]
+    assert len(reads) == 2
 
 
 def test_a_damaged_engine_is_compiled_instead_and_says_so(shipped, tmp_path):
