@@ -980,11 +980,12 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def decode_form(path: Path, key: str | None, n: int) -> CompiledForm:
+def decode_form(path: Path, key: str | None, n: int, *, verify: bool = True) -> CompiledForm:
     """`encode_form`'s bytes back from a file (`key` None: any key); ValueError (or worse)
     when damaged. Read a section at a time, and checked before any is loaded: the file is
     30 MB with the full catalog, and holding it whole beside the databases made from it set
-    the start's peak memory."""
+    the start's peak memory. `verify` False: the caller knows this very file was checked
+    whole before (`precompiled.Store.engine_form`), and its digest is not computed again."""
     with collector_paused(), path.open("rb") as f:
         magic = f.read(len(_MAGIC) + 8)
         if not magic.startswith(_MAGIC) or len(magic) < len(_MAGIC) + 8:
@@ -995,12 +996,15 @@ def decode_form(path: Path, key: str | None, n: int) -> CompiledForm:
                 or head["n"] != n:
             raise ValueError("another catalog's entry")
         at = f.tell()
-        digest = hashlib.sha256()
-        for piece in iter(lambda: f.read(1 << 20), b""):
-            digest.update(piece)
-        if digest.hexdigest() != head["blob_sha256"]:
-            raise ValueError("damaged")
-        end = f.tell()
+        if verify:
+            digest = hashlib.sha256()
+            for piece in iter(lambda: f.read(1 << 20), b""):
+                digest.update(piece)
+            if digest.hexdigest() != head["blob_sha256"]:
+                raise ValueError("damaged")
+            end = f.tell()
+        else:
+            end = os.fstat(f.fileno()).st_size
 
         def section(lo: int, hi: int) -> bytes:
             f.seek(at + lo)

@@ -225,6 +225,35 @@ def test_a_damaged_engine_is_compiled_instead_and_says_so(shipped, tmp_path):
     assert _matches(engine, lines) == _matches(Engine(source.records, cache=None), lines)
 
 
+
+def test_the_engine_file_is_checked_whole_once_until_it_changes(shipped, tmp_path, cache_dir,
+                                                                  monkeypatch):
+    """The engine's 30 MB are hashed at the first start only: later starts know the file by its
+    size, times and inode (kept in the cache directory). A write, even one keeping its size,
+    has it checked again, and damage found: the engine compiles from the catalog instead."""
+    from matcher import precompiled
+
+    base, pre = shipped
+    copy = tmp_path / "pre"
+    shutil.copytree(pre, copy)
+    verified: list[bool] = []
+    real = precompiled.decode_form
+    monkeypatch.setattr(precompiled, "decode_form", lambda *a, verify=True: verified.append(
+        verify) or real(*a, verify=verify))
+    notes = []
+    for _ in range(3):
+        catalog = load_catalog(builtin_dir=base, precompiled_dir=copy)
+        notes.append(Engine(catalog.records, cache=None).stats.note)
+    assert verified == [True, False, False]
+    assert all("unusable" not in n for n in notes)
+    data = (copy / "engine.bin").read_bytes()
+    (copy / "engine.bin").write_bytes(data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:])
+    catalog = load_catalog(builtin_dir=base, precompiled_dir=copy)
+    engine = Engine(catalog.records, cache=None)
+    assert verified[-1] is True
+    assert engine.stats.note.startswith("precompiled engine unusable (damaged)")
+
+
 # -- the daemon while the catalog compiles -----------------------------------------------------
 
 def _events(out: io.StringIO) -> list[tuple]:
