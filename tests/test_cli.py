@@ -469,3 +469,40 @@ def test_fix_pattern_resolves_like_explain(small_catalog):
     assert run.stdout.startswith("failure: 972a80bb00000002 (second-thing)")
     amb = cli("fix", *small_catalog, "--pattern", "972a80", "--", "python")
     assert amb.returncode == 2 and "is the start of 2 record ids" in amb.stderr
+
+
+_EXIT_PROBE = """
+import gc, sys
+from matcher import cli
+
+class Node:
+    pass
+
+def command(argv=None):
+    # What a command leaves when it returns: objects in cycles, freed by the collector only
+    # (a loaded precompiled catalog: its records point at their store, and it at them).
+    held = []
+    for _ in range(20_000):
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        held.append(a)
+    returned.append(True)
+    return 0  # `held` goes: its cycles are garbage now
+
+returned = []
+gc.callbacks.append(lambda phase, info: returned and phase == "stop"
+                    and print("collected", info["collected"], file=sys.stderr, flush=True))
+cli.main = command
+raise SystemExit(cli.run())
+"""
+
+
+def test_the_command_leaves_what_it_made_to_the_exit():
+    """`sglang-matcher` returns without Python's exit collection walking what the command left
+    (the catalog: 37 ms of a 0.43 s scan): the objects are frozen, and the exit frees them."""
+    run = subprocess.run([sys.executable, "-c", _EXIT_PROBE], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    counts = [int(line.split()[1]) for line in run.stderr.splitlines()
+              if line.startswith("collected ")]
+    assert counts and sum(counts) < 1000, run.stderr  # without: the 40,000 objects
