@@ -139,25 +139,13 @@ class Redactor:
 
     def value(self, obj: Any) -> Any:
         """Redact every string inside `obj` (dicts, lists, tuples), keys included."""
-        kind = type(obj)
-        if kind in _SCALARS:  # most of an event's values: tested first, by exact type
-            return obj
-        if kind is str:
-            seen = self._seen.get(obj)
-            return seen if seen is not None else self.text(obj)
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, dict):
-            value = self.value
-            return {value(k): value(v) for k, v in obj.items()}
+            return {self.value(k): self.value(v) for k, v in obj.items()}
         if isinstance(obj, (list, tuple)):
-            value = self.value
-            return [value(v) for v in obj]
+            return [self.value(v) for v in obj]
         return obj
-
-
-# What `Redactor.value` returns as it is, by exact type.
-_SCALARS = frozenset({int, float, bool, type(None)})
 
 # The last words of a secret key (`_SECRET_WORD`), as they are in lower-cased text.
 _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "passphrase", "credential")
