@@ -851,8 +851,8 @@ class FrozenRegexes(Sequence[bytes]):
     """`CompiledForm.regexes` as a file holds them: a section of an offset table, then the
     pickles end to end. The table is read with the form; a pickle, when its pattern is first
     made, as a prefilter candidate (one `pread`): the 21,000 patterns' 9 MB would otherwise
-    stay in every process's memory for the few hundred a log needs. A file replaced or gone since gives nothing, and
-    the pattern is compiled instead (`thaw` checks what it is given)."""
+    stay in every process's memory for the few hundred a log needs. A file replaced or gone
+    since gives nothing, and the pattern is compiled instead (`thaw` checks what it is given)."""
 
     def __init__(self, path: Path, at: int, count: int, table: bytes) -> None:
         size = 8 * (count + 1)

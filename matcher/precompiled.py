@@ -197,9 +197,10 @@ class Store:
         name = str(path.resolve())
         checked = [*_mark(path), self.manifest["key"]]
         known = _known_digests()
+        unchecked = known.get(name) != checked
         form = decode_form(path, self.manifest["key"], len(self.matched_records),
-                           verify=known.get(name) != checked)
-        if known.get(name) != checked:
+                           verify=unchecked)
+        if unchecked:
             _keep_digests({**known, name: checked})
         return form
 

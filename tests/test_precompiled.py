@@ -225,7 +225,6 @@ def test_a_damaged_engine_is_compiled_instead_and_says_so(shipped, tmp_path):
     assert _matches(engine, lines) == _matches(Engine(source.records, cache=None), lines)
 
 
-
 def test_the_engine_file_is_checked_whole_once_until_it_changes(shipped, tmp_path, cache_dir,
                                                                   monkeypatch):
     """The engine's 30 MB are hashed at the first start only: later starts know the file by its

@@ -115,6 +115,7 @@ def test_a_text_redacted_again_is_redacted_the_same():
     for i in range(3000):  # more texts than the memo holds: it empties and starts over
         assert r.text(f"token={i}x") == "token=***"
         assert r.text(f"clean {i}") == f"clean {i}"  # texts needing nothing are kept too
+        assert f"clean {i}" in r._seen
     assert len(r._seen) <= _SEEN_MAX
     assert r.text(text) == first
 
