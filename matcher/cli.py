@@ -1,7 +1,8 @@
 """`sglang-matcher`: flags in, one orchestrating call, an exit code out.
 
 Exit codes: 0 — nothing wrong found (or the check passed); 1 — errors found in the log, or
-catalog examples failing; 2 — usage error, unreadable input, or an invalid catalog.
+catalog examples failing; 2 — usage error, unreadable input (for `scan`, an input not read
+whole when no error was found), or an invalid catalog.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -32,6 +34,7 @@ from matcher.redact import Redactor
 from matcher.release import AUTO, catalog_version_setting
 from matcher.report import exit_code, render
 from matcher.sinks.events import event_dict
+from matcher.source import saved
 from matcher.types import Chunk, Event
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -171,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
 
     scan = sub.add_parser("scan", help="post-mortem: report the failures in saved logs")
-    scan.add_argument("inputs", nargs="+", metavar="FILE", help="log files, or - for stdin")
+    scan.add_argument("inputs", nargs="+", metavar="PATH",
+                      help="log files (gzip, bzip2 and xz read decompressed), directories (every "
+                           "file below, each log's rotations oldest first), or - for stdin")
     scan.add_argument("--format", choices=("text", "json"), default="text",
                       help="text for people (default), json: one event per line")
     scan.add_argument("--input-format", choices=INPUT_FORMATS, default="auto",
@@ -508,15 +513,30 @@ def _load(args: argparse.Namespace) -> Catalog:
 def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
              input_format: str = "auto", err: TextIO | None = None,
              sglang_version: str = AUTO, jobs: int = 1) -> int:
+    """`scan`: the exit code is 1 when failures were found; else 2 when an input was not read
+    whole (a file in a directory that could not be opened, compressed data damaged part way):
+    "nothing wrong" cannot be said of what was not read; else 0."""
+    err = err or sys.stderr
+    found = saved.find(inputs)
+    for line in (*found.unreadable, *found.skipped):
+        print(f"sglang-matcher: not read: {line}", file=err)
+    if not found.paths:
+        raise UsageError(f"no log file to read in {', '.join(inputs)}")
+    paths = list(found.paths)
     if fmt == "json":
-        encoded, _ = scan_events(inputs, catalog, input_format=input_format, err=err,
-                                 sglang_version=sglang_version, jobs=jobs, encode=json_line)
-        out.writelines(line for line, _failure in encoded)
-        return int(any(failure for _line, failure in encoded))
-    dicts, lines = scan_events(inputs, catalog, input_format=input_format, err=err,
-                               sglang_version=sglang_version, jobs=jobs)
-    out.write(render(dicts, inputs=list(inputs), lines=lines))
-    return exit_code(dicts)
+        scanned = scan_events(paths, catalog, input_format=input_format, err=err,
+                              sglang_version=sglang_version, jobs=jobs, encode=json_line)
+        out.writelines(line for line, _failure in scanned.events)
+        code = int(any(failure for _line, failure in scanned.events))
+    else:
+        scanned = scan_events(paths, catalog, input_format=input_format, err=err,
+                              sglang_version=sglang_version, jobs=jobs)
+        out.write(render(scanned.events, inputs=list(inputs), lines=scanned.lines,
+                         files=len(paths)))
+        code = exit_code(scanned.events)
+    if code == EXIT_OK and (found.unreadable or scanned.not_read):
+        return EXIT_USAGE
+    return code
 
 
 def json_line(event: dict[str, Any]) -> tuple[str, bool]:
@@ -525,50 +545,70 @@ def json_line(event: dict[str, Any]) -> tuple[str, bool]:
     return json.dumps(event, ensure_ascii=False) + "\n", exit_code([event]) == 1
 
 
+@dataclass(frozen=True, slots=True)
+class Scanned:
+    """What `scan_events` read: the events, the lines, and the inputs not read whole."""
+
+    events: list[Any]  # event dicts in log order, or what `encode` made of each
+    lines: int
+    not_read: tuple[str, ...] = ()  # "PATH: why" (compressed data that ends early or damaged)
+
+
 def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = "auto",
                 err: TextIO | None = None, sglang_version: str = AUTO,
                 engine: Engine | None = None, jobs: int = 1, read_size: int = READ_SIZE,
                 split: Splitter | None = None,
-                encode: Callable[[dict[str, Any]], Any] | None = None) -> tuple[list[Any], int]:
-    """The events of saved logs, redacted, in log order; and the number of lines read.
-    `engine`: one already built over `catalog.records` (a caller scanning many logs).
-    `jobs` > 1: read by that many worker processes, with the same result (`matcher.parallel`;
-    `split` chooses where a file is cut, for tests). `encode`: what each event dict becomes
-    (`json_line`), made by those workers too."""
+                encode: Callable[[dict[str, Any]], Any] | None = None) -> Scanned:
+    """The events of saved logs (files, "-" for stdin; gzip, bzip2 and xz read decompressed),
+    redacted, in log order. `engine`: one already built over `catalog.records` (a caller
+    scanning many logs). `jobs` > 1: read by that many worker processes, with the same result
+    (`matcher.parallel`; `split` chooses where a file is cut, for tests). `encode`: what each
+    event dict becomes (`json_line`), made by those workers too. What was not read whole is
+    said on `err` too."""
     engine = engine if engine is not None else Engine(catalog.records)
     pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
                         sglang_version=sglang_version)
     order = _event_order(inputs)
     named = [(name, "<stdin>" if name == "-" else name) for name in inputs]
+    not_read: list[str] = []
+
+    def damaged(name: str, why: str) -> None:
+        not_read.append(f"{name}: {why}")
 
     def read(name: str, source: str) -> list[Event]:
-        return _read(pipeline, name, source, read_size)
+        return _read(pipeline, name, source, read_size, damaged)
 
-    if jobs > 1 and parallel.worth_it(inputs, read_size):
-        try:
+    try:
+        if jobs > 1 and parallel.worth_it(inputs, read_size):
             dicts = parallel.scan(pipeline, named, jobs=jobs, read_size=read_size,
                                   read_alone=read, order=order, split=split or split_file,
-                                  encode=encode)
-        except OSError as e:
-            raise UsageError(f"cannot read {e.filename}: {e.strerror}") from e
-    else:
-        events = [e for name, source in named for e in read(name, source)]
-        events.extend(pipeline.finish())
-        redactor = Redactor()
-        dicts = [event_dict(e, redactor) for e in sorted(events, key=order)]
-        if encode is not None:
-            dicts = [encode(d) for d in dicts]
+                                  encode=encode, damaged=damaged)
+        else:
+            events = [e for name, source in named for e in read(name, source)]
+            events.extend(pipeline.finish())
+            redactor = Redactor()
+            dicts = [event_dict(e, redactor) for e in sorted(events, key=order)]
+            if encode is not None:
+                dicts = [encode(d) for d in dicts]
+    except OSError as e:
+        raise UsageError(f"cannot read {e.filename}: {e.strerror}") from e
+    except saved.NotReadable as e:
+        raise UsageError(str(e)) from e
     for source, bad in pipeline.stats.by_source_malformed.items():
         fmt_name = pipeline.stats.by_source_format.get(source, input_format)
         print(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} format, "
               "read as plain text", file=err or sys.stderr)
-    return dicts, pipeline.stats.lines
+    for line in not_read:
+        print(f"sglang-matcher: not read whole: {line}", file=err or sys.stderr)
+    return Scanned(dicts, pipeline.stats.lines, tuple(not_read))
 
 
-def _read(pipeline: Pipeline, name: str, source: str, read_size: int) -> list[Event]:
-    """One input read to its end through `pipeline` (stdin for "-")."""
+def _read(pipeline: Pipeline, name: str, source: str, read_size: int,
+          damaged: Callable[[str, str], None]) -> list[Event]:
+    """One input read to its end through `pipeline` (stdin for "-"); compressed data that
+    ends early or is damaged ends the input there, and `damaged` is told."""
     try:
-        stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+        stream = saved.open_stdin(sys.stdin.buffer) if name == "-" else saved.open_log(name)
     except OSError as e:
         raise UsageError(f"cannot read {name}: {e.strerror}") from e
     events = []
@@ -580,6 +620,9 @@ def _read(pipeline: Pipeline, name: str, source: str, read_size: int) -> list[Ev
                 events.extend(pipeline.feed(Chunk(data, source, offset)))
         except OSError as e:
             raise UsageError(f"cannot read {name}: {e.strerror}") from e
+    why = getattr(stream, "damaged", None)
+    if why is not None:
+        damaged(name, why)
     events.extend(pipeline.end_of_source(source))
     return events
 
@@ -601,8 +644,8 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
         rec = _record(catalog, args.pattern)
         failure = f"{rec.id} ({rec.slug})"
     else:
-        events, _ = scan_events([args.log], catalog, sglang_version=args.sglang_version or AUTO,
-                                engine=engine)
+        events = scan_events([args.log], catalog, sglang_version=args.sglang_version or AUTO,
+                             engine=engine).events
         causes = [e for e in events if e.get("role") != "consequence"
                   and e.get("severity") in ("critical", "error")]
         if not causes:

@@ -63,6 +63,7 @@ from matcher.framing import Framer
 from matcher.pipeline import Pipeline, PipelineStats
 from matcher.redact import Redactor
 from matcher.sinks.events import event_dict
+from matcher.source import saved
 from matcher.types import Chunk, Event, Match, Record
 
 # A split file's tasks hold at least this many reads each (and read one more to warm up).
@@ -128,6 +129,7 @@ class _Done:
     # The splitter's line number at each of those boundaries (counted from the warm-up read).
     linenos: list[int]
     end: Reader
+    damaged: str | None = None  # compressed data that ended early or was damaged: what and where
 
 
 def state_of(reader: Reader) -> object:
@@ -218,8 +220,9 @@ def _run(task: Task) -> _Done:
     steps: list[_Step] = []
     states: list[object] = [] if task.first > 0 else [None]
     linenos: list[int] = [] if task.first > 0 else [0]
-    with open(task.path, "rb") as f:
-        f.seek(start * read_size)
+    with saved.open_log(task.path) as f:
+        if start:
+            f.seek(start * read_size)
         c = start
         while task.stop is None or c < task.stop:
             data = f.read(read_size)
@@ -233,8 +236,9 @@ def _run(task: Task) -> _Done:
             states.append(state_of(reader))
             linenos.append(reader[0].lineno)
             c += 1
+        damaged = getattr(f, "damaged", None)
     reader[2].redactor = None  # the parent's goes in
-    return _Done(steps, states, linenos, reader)
+    return _Done(steps, states, linenos, reader, damaged)
 
 
 def _step(front: _Front, records: list[Record], index: dict[int, int],
@@ -302,15 +306,18 @@ def worth_it(paths: Sequence[str], read_size: int) -> bool:
 def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, read_size: int,
          read_alone: Callable[[str, str], list[Event]], order: Callable[[Event], Any],
          split: Splitter = split_file,
-         encode: Callable[[dict[str, Any]], Any] | None = None) -> list[Any]:
+         encode: Callable[[dict[str, Any]], Any] | None = None,
+         damaged: Callable[[str, str], None] = lambda path, why: None) -> list[Any]:
     """The event dicts of `inputs` ((path, source) pairs) in `order`, as `pipeline` makes them
     from reads of `read_size` bytes — `pipeline.finish()` included — read by `jobs` workers;
     or, given `encode`, what it makes of each dict, in the workers too (a JSON line).
 
     `read_alone(path, source)`: reads an input in the parent, as one process does (stdin, a
     pipe: what is not a regular file). `split(chunks, jobs)`: where a file of `chunks` reads
-    is cut (`split_file`; tests choose their own). An input that cannot be opened raises
-    OSError before anything is read.
+    is cut (`split_file`; tests choose their own). A compressed file (`saved.open_log`) is
+    one task, read whole by a worker; `damaged(path, why)` is told of one whose data ended
+    early or was damaged. An input that cannot be opened raises OSError (NotReadable: zstd)
+    before anything is read.
     """
     if pipeline.aggregator.early:
         raise ValueError("a parallel scan aggregates without `early`")
@@ -324,17 +331,20 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
                 continue
+            head = f.peek(saved.HEAD_BYTES)[:saved.HEAD_BYTES]
+            compressed = saved.compression(head, path) is not None
             chunks = -(-st.st_size // read_size)
             detected = pipeline.input_format if pipeline.input_format != "auto" else None
-            if detected is None:
+            if detected is None and not compressed:  # (a compressed file's worker decides)
                 probe = LineDecoder(pipeline.input_format,
                                     max_line_bytes=pipeline.max_line_bytes)
                 probe.detect(f.read(read_size))
                 detected = probe.detected
         docker |= detected == "docker"
-        # A file whose first read did not decide its format is read from its start only.
-        starts = sorted({0, *(c for c in split(chunks, jobs) if 0 < c < chunks)}) \
-            if detected is not None else [0]
+        # A file whose first read did not decide its format is read from its start only, and
+        # so is a compressed one: its reads cannot be reached without those before.
+        starts = [0] if detected is None or compressed \
+            else sorted({0, *(c for c in split(chunks, jobs) if 0 < c < chunks)})
         for i, first in enumerate(starts):
             stop = starts[i + 1] if i + 1 < len(starts) else None
             plan[-1].append(Task(path, source, first, stop, detected))
@@ -360,7 +370,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     try:
         with pool:
             return _scan(pool, pipeline, inputs, plan, read_alone, order, records, read_size,
-                         jobs)
+                         jobs, damaged)
     finally:
         if collecting:
             gc.enable()
@@ -370,7 +380,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
 def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
           plan: list[list[Task]], read_alone: Callable[[str, str], list[Event]],
           order: Callable[[Event], Any], records: Sequence[CatalogRecord],
-          read_size: int, jobs: int) -> list[Any]:
+          read_size: int, jobs: int, damaged: Callable[[str, str], None]) -> list[Any]:
     """`scan` once the workers are forked: the tasks in log order, read by them and taken by
     the parent, and the event dicts in `order`."""
     tasks = [t for ts in plan for t in ts]
@@ -385,8 +395,11 @@ def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
             continue
         true: Reader | None = None  # the reading state at the boundary reached
         for _ in own:
-            more, true = _take(pipeline, next(queue), done.next(), true, records, read_size)
+            result = done.next()
+            more, true = _take(pipeline, next(queue), result, true, records, read_size)
             dicts.add(more)
+            if result.damaged is not None:
+                damaged(path, result.damaged)
         assert true is not None
         pipeline.set_reader(source, *true)
         dicts.add(pipeline.end_of_source(source))

@@ -57,7 +57,10 @@ def group_events(events: Sequence[dict[str, Any]]) -> list[Entry]:
     return list(entries.values())
 
 
-def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: int) -> str:
+def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: int,
+           files: int | None = None) -> str:
+    """The post-mortem of `inputs` (as given: files or directories); `files`, the number of
+    files read in them, is said when it is not the number of inputs."""
     entries = group_events(events)
     causes = sorted(
         (x for x in entries if x.first["event"] in KNOWN
@@ -73,7 +76,7 @@ def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: in
     out.append(
         f"sglang-matcher scan: {_plural(n_err, 'known error')}, "
         f"{_plural(n_unknown, 'unknown exception')}, {_plural(n_warn, 'warning')} "
-        f"in {', '.join(inputs)} ({_plural(lines, 'line')})"
+        f"in {', '.join(inputs)} ({_read_from(inputs, files)}{_plural(lines, 'line')})"
     )
     if not entries:
         out.append("\nNo sglang errors found.")
@@ -150,6 +153,10 @@ def _wrap(text: str, indent: int, *, hang: int = 0) -> list[str]:
     return textwrap.wrap(
         text, width=100, initial_indent=" " * indent, subsequent_indent=" " * (indent + hang)
     ) or [" " * indent]
+
+
+def _read_from(inputs: Sequence[str], files: int | None) -> str:
+    return "" if files is None or files == len(inputs) else f"{_plural(files, 'file')}, "
 
 
 def _plural(n: int, word: str) -> str:

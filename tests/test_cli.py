@@ -280,7 +280,7 @@ def test_real_launch_log_gives_exactly_its_root_cause(name, slug):
     from matcher.cli import scan_events
 
     catalog, engine = _builtin()
-    events, _ = scan_events([str(LAUNCH / f"{name}.log")], catalog, engine=engine)
+    events = scan_events([str(LAUNCH / f"{name}.log")], catalog, engine=engine).events
     failures = [e for e in events if e["role"] == "cause" and e["severity"] in ("error", "critical")]
     assert [catalog.by_id(e["pattern_id"]).slug for e in failures] == [slug]
     assert not [e for e in events if e["event"] == "sglang_unknown_error"]

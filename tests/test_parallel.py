@@ -39,10 +39,10 @@ def loaded():
 def _scan(loaded, inputs, jobs, *, read_size, version=AUTO, input_format="auto", split=None):
     catalog, engine = loaded
     err = io.StringIO()
-    dicts, lines = scan_events([str(p) for p in inputs], catalog, engine=engine, jobs=jobs,
-                               read_size=read_size, sglang_version=version, err=err,
-                               input_format=input_format, split=split)
-    return dicts, lines, err.getvalue()
+    scanned = scan_events([str(p) for p in inputs], catalog, engine=engine, jobs=jobs,
+                          read_size=read_size, sglang_version=version, err=err,
+                          input_format=input_format, split=split)
+    return scanned.events, scanned.lines, err.getvalue()
 
 
 def _same(loaded, inputs, *, read_size, jobs=(2, 3), **kw):
@@ -129,8 +129,9 @@ def test_json_lines_made_by_the_workers(loaded, concatenated):
     catalog, engine = loaded
     for j in (1, 2):
         parallel.last.clear()
-        encoded, n = scan_events([str(concatenated)], catalog, engine=engine, jobs=j,
-                                 read_size=1024, err=io.StringIO(), encode=json_line)
+        scanned = scan_events([str(concatenated)], catalog, engine=engine, jobs=j,
+                              read_size=1024, err=io.StringIO(), encode=json_line)
+        encoded, n = scanned.events, scanned.lines
         assert bool(parallel.last) == (j > 1)
         assert n == lines
         assert [line for line, _ in encoded] == \
