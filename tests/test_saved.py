@@ -278,3 +278,14 @@ def test_parallel_reads_compressed_files_whole_with_the_output_of_one(loaded, tm
         parallel.last.clear()
         assert scan(jobs) == one, f"-j {jobs}"
         assert parallel.last["tasks"] > len(paths)  # the plain log cut, each compressed one whole
+
+
+def test_a_compressed_file_counts_for_what_it_holds_when_judging_workers(tmp_path):
+    """`-j N` forks workers only for input large enough to repay their cold start; a gzip
+    file holds several times its size of log, and is counted so."""
+    gz = packed("gzip", "gzip", SEED_LOG, tmp_path / "launch.log.gz")
+    plain = tmp_path / "same-size.log"
+    plain.write_bytes(SEED_LOG.read_bytes()[: gz.stat().st_size])
+    read_size = -(-gz.stat().st_size * 2 // parallel.MIN_PARALLEL_READS)  # threshold: 2× size
+    assert parallel.worth_it([str(gz)], read_size) == parallel.available()
+    assert not parallel.worth_it([str(plain)], read_size)
