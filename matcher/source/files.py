@@ -134,6 +134,11 @@ def _locate(f: TailedFile) -> None:
         os.path.dirname(f.abspath)) != os.path.dirname(f.abspath)
 
 
+def _holds(f: TailedFile, head: tuple[int, str], length: int) -> bool:
+    """`f` still has the first bytes it was identified by, and at least `length` bytes."""
+    return fingerprint(f.fd, f.identity.fp_len) == head and f.size() >= length
+
+
 def _same_bytes(a: int, b: int, length: int, block: int = 1 << 20) -> bool:
     """The first `length` bytes of two open files are equal (read a block at a time)."""
     pos = 0
@@ -412,9 +417,10 @@ class FileSet:
                 continue
             if m == other.offset:  # compare with what we read, whatever the original holds now
                 same = bool(other.tail) and _bytes_before(fd, m, len(other.tail)) == other.tail
-                if same and fingerprint(other.fd, other.identity.fp_len) == head \
-                        and other.size() >= m:  # the original not rewritten yet: all of it
-                    same = _same_bytes(fd, other.fd, m)
+                if same and _holds(other, head, m):  # the original not rewritten yet: all of it
+                    # ...unless logrotate's truncate lands during the comparison (it follows the
+                    # copy at once): then what we read decides, as when it came first.
+                    same = _same_bytes(fd, other.fd, m) or not _holds(other, head, m)
             else:  # the copy ends before where we are: the original may be rewritten already
                 same = (_bytes_before(fd, m, TAIL_BYTES) == other.bytes_before(m, TAIL_BYTES)
                         or fingerprint(other.fd, other.identity.fp_len) != head)
