@@ -30,6 +30,7 @@ from matcher.decode import INPUT_FORMATS
 from matcher.engine import Engine
 from matcher.parallel import Splitter, split_file, usable_cores
 from matcher.pipeline import Pipeline
+from matcher.progress import Progress
 from matcher.redact import Redactor
 from matcher.release import AUTO, catalog_version_setting
 from matcher.report import exit_code, render
@@ -183,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how the log is wrapped: plain text, Kubernetes CRI (/var/log/pods), "
                            "docker json-file, or auto (default: judged from each file's first "
                            "line)")
+    scan.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                      help="how much is read, on one line of stderr redrawn each second "
+                           "(default: when stderr is a terminal)")
     scan.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
                       help="worker processes: files, and parts of a large file, are read in "
                            "parallel with the same output as one (default: the usable cores)")
@@ -358,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_scan(args.inputs, args.format, _load(args), sys.stdout,
                             input_format=args.input_format,
                             sglang_version=args.sglang_version or AUTO,
-                            jobs=args.jobs or usable_cores())
+                            jobs=args.jobs or usable_cores(), progress=args.progress)
         if args.command == "watch":
             return cmd_watch(args)
         if args.command == "explain":
@@ -512,10 +516,11 @@ def _load(args: argparse.Namespace) -> Catalog:
 
 def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
              input_format: str = "auto", err: TextIO | None = None,
-             sglang_version: str = AUTO, jobs: int = 1) -> int:
+             sglang_version: str = AUTO, jobs: int = 1, progress: bool | None = False) -> int:
     """`scan`: the exit code is 1 when failures were found; else 2 when an input was not read
     whole (a file in a directory that could not be opened, compressed data damaged part way):
-    "nothing wrong" cannot be said of what was not read; else 0."""
+    "nothing wrong" cannot be said of what was not read; else 0. `progress`: drawn on `err`
+    (None: when it is a terminal)."""
     err = err or sys.stderr
     found = saved.find(inputs)
     for line in (*found.unreadable, *found.skipped):
@@ -523,20 +528,34 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
     if not found.paths:
         raise UsageError(f"no log file to read in {', '.join(inputs)}")
     paths = list(found.paths)
-    if fmt == "json":
+    shown = _progress(err, paths) if progress or (progress is None and err.isatty()) else None
+    try:
         scanned = scan_events(paths, catalog, input_format=input_format, err=err,
-                              sglang_version=sglang_version, jobs=jobs, encode=json_line)
+                              sglang_version=sglang_version, jobs=jobs, progress=shown,
+                              encode=json_line if fmt == "json" else None)
+    finally:
+        if shown is not None:
+            shown.close()
+    if fmt == "json":
         out.writelines(line for line, _failure in scanned.events)
         code = int(any(failure for _line, failure in scanned.events))
     else:
-        scanned = scan_events(paths, catalog, input_format=input_format, err=err,
-                              sglang_version=sglang_version, jobs=jobs)
         out.write(render(scanned.events, inputs=list(inputs), lines=scanned.lines,
                          files=len(paths)))
         code = exit_code(scanned.events)
     if code == EXIT_OK and (found.unreadable or scanned.not_read):
         return EXIT_USAGE
     return code
+
+
+def _progress(err: TextIO, paths: Sequence[str]) -> Progress:
+    """The progress of reading `paths`: their size on disk in all (not known with stdin)."""
+    total = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            total += os.stat(path).st_size if path != "-" else 0
+    return Progress(err, total_bytes=0 if "-" in paths else total, files=len(paths),
+                    redraw=err.isatty())
 
 
 def json_line(event: dict[str, Any]) -> tuple[str, bool]:
@@ -558,13 +577,14 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
                 err: TextIO | None = None, sglang_version: str = AUTO,
                 engine: Engine | None = None, jobs: int = 1, read_size: int = READ_SIZE,
                 split: Splitter | None = None,
-                encode: Callable[[dict[str, Any]], Any] | None = None) -> Scanned:
+                encode: Callable[[dict[str, Any]], Any] | None = None,
+                progress: Progress | None = None) -> Scanned:
     """The events of saved logs (files, "-" for stdin; gzip, bzip2 and xz read decompressed),
     redacted, in log order. `engine`: one already built over `catalog.records` (a caller
     scanning many logs). `jobs` > 1: read by that many worker processes, with the same result
     (`matcher.parallel`; `split` chooses where a file is cut, for tests). `encode`: what each
     event dict becomes (`json_line`), made by those workers too. What was not read whole is
-    said on `err` too."""
+    said on `err` too; `progress` is told what is read and found as it is."""
     engine = engine if engine is not None else Engine(catalog.records)
     pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
                         sglang_version=sglang_version)
@@ -576,13 +596,14 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
         not_read.append(f"{name}: {why}")
 
     def read(name: str, source: str) -> list[Event]:
-        return _read(pipeline, name, source, read_size, damaged)
+        return _read(pipeline, name, source, read_size, damaged, progress)
 
     try:
         if jobs > 1 and parallel.worth_it(inputs, read_size):
             dicts = parallel.scan(pipeline, named, jobs=jobs, read_size=read_size,
                                   read_alone=read, order=order, split=split or split_file,
-                                  encode=encode, damaged=damaged)
+                                  encode=encode, damaged=damaged,
+                                  progress=progress.advance if progress else None)
         else:
             events = [e for name, source in named for e in read(name, source)]
             events.extend(pipeline.finish())
@@ -604,7 +625,7 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
 
 
 def _read(pipeline: Pipeline, name: str, source: str, read_size: int,
-          damaged: Callable[[str, str], None]) -> list[Event]:
+          damaged: Callable[[str, str], None], progress: Progress | None = None) -> list[Event]:
     """One input read to its end through `pipeline` (stdin for "-"); compressed data that
     ends early or is damaged ends the input there, and `damaged` is told."""
     try:
@@ -613,13 +634,21 @@ def _read(pipeline: Pipeline, name: str, source: str, read_size: int,
         raise UsageError(f"cannot read {name}: {e.strerror}") from e
     events = []
     offset = 0
+    on_disk = 0
     with stream if name != "-" else contextlib.nullcontext(stream):
         try:
             while data := stream.read(read_size):
                 offset += len(data)
-                events.extend(pipeline.feed(Chunk(data, source, offset)))
+                more = pipeline.feed(Chunk(data, source, offset))
+                events.extend(more)
+                if progress is not None:
+                    now_on_disk = saved.on_disk(stream, offset)
+                    progress.advance(now_on_disk - on_disk, events=len(more))
+                    on_disk = now_on_disk
         except OSError as e:
             raise UsageError(f"cannot read {name}: {e.strerror}") from e
+    if progress is not None:
+        progress.advance(files=1)
     why = getattr(stream, "damaged", None)
     if why is not None:
         damaged(name, why)

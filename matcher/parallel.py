@@ -112,6 +112,8 @@ class Task:
     first: int  # the first read whose records count
     stop: int | None  # the read after the last; None: to the end of the file
     detected: str | None  # the format the file's first read decided (None: not decided)
+    disk_bytes: int = 0  # how much of the file it reads (for progress)
+    last: bool = True  # the file's last task
 
 
 @dataclass(slots=True)
@@ -316,7 +318,8 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
          read_alone: Callable[[str, str], list[Event]], order: Callable[[Event], Any],
          split: Splitter = split_file,
          encode: Callable[[dict[str, Any]], Any] | None = None,
-         damaged: Callable[[str, str], None] = lambda path, why: None) -> list[Any]:
+         damaged: Callable[[str, str], None] = lambda path, why: None,
+         progress: Callable[..., None] | None = None) -> list[Any]:
     """The event dicts of `inputs` ((path, source) pairs) in `order`, as `pipeline` makes them
     from reads of `read_size` bytes — `pipeline.finish()` included — read by `jobs` workers;
     or, given `encode`, what it makes of each dict, in the workers too (a JSON line).
@@ -326,7 +329,8 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     is cut (`split_file`; tests choose their own). A compressed file (`saved.open_log`) is
     one task, read whole by a worker; `damaged(path, why)` is told of one whose data ended
     early or was damaged. An input that cannot be opened raises OSError (NotReadable: zstd)
-    before anything is read.
+    before anything is read. `progress(read_bytes, events=, files=)` (`Progress.advance`) is
+    told of each task as the parent takes it.
     """
     if pipeline.aggregator.early:
         raise ValueError("a parallel scan aggregates without `early`")
@@ -356,7 +360,9 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
             else sorted({0, *(c for c in split(chunks, jobs) if 0 < c < chunks)})
         for i, first in enumerate(starts):
             stop = starts[i + 1] if i + 1 < len(starts) else None
-            plan[-1].append(Task(path, source, first, stop, detected))
+            end = st.st_size if stop is None else min(stop * read_size, st.st_size)
+            plan[-1].append(Task(path, source, first, stop, detected,
+                                 end - first * read_size, stop is None))
     engine = pipeline.engine
     if docker:
         _ = engine.docker_prefilter  # built once, before the workers are forked
@@ -379,7 +385,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     try:
         with pool:
             return _scan(pool, pipeline, inputs, plan, read_alone, order, records, read_size,
-                         jobs, damaged)
+                         jobs, damaged, progress or _nothing)
     finally:
         if collecting:
             gc.enable()
@@ -389,7 +395,8 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
 def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
           plan: list[list[Task]], read_alone: Callable[[str, str], list[Event]],
           order: Callable[[Event], Any], records: Sequence[CatalogRecord],
-          read_size: int, jobs: int, damaged: Callable[[str, str], None]) -> list[Any]:
+          read_size: int, jobs: int, damaged: Callable[[str, str], None],
+          progress: Callable[..., None]) -> list[Any]:
     """`scan` once the workers are forked: the tasks in log order, read by them and taken by
     the parent, and the event dicts in `order`."""
     tasks = [t for ts in plan for t in ts]
@@ -405,8 +412,10 @@ def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
         true: Reader | None = None  # the reading state at the boundary reached
         for _ in own:
             result = done.next()
-            more, true = _take(pipeline, next(queue), result, true, records, read_size)
+            task = next(queue)
+            more, true = _take(pipeline, task, result, true, records, read_size)
             dicts.add(more)
+            progress(task.disk_bytes, events=len(more), files=int(task.last))
             if result.damaged is not None:
                 damaged(path, result.damaged)
         assert true is not None
@@ -414,6 +423,10 @@ def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
         dicts.add(pipeline.end_of_source(source))
     dicts.add(pipeline.finish())
     return dicts.ordered(order)
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    pass
 
 
 class _Window:

@@ -184,6 +184,12 @@ def open_stdin(stream: BinaryIO) -> BinaryIO | Decompressed:
     return stream if kind is None else Decompressed(stream, kind, "<stdin>", owns_raw=False)
 
 
+def on_disk(stream: object, read: int) -> int:
+    """How much of its file `stream` has consumed, having given `read` bytes of log: the
+    compressed bytes it took for a `Decompressed`, `read` itself otherwise."""
+    return stream.consumed if isinstance(stream, Decompressed) else read
+
+
 class Decompressed(io.RawIOBase):
     """A compressed file's text. `read(n)` gives n bytes until the end, as a file does, so
     that `scan -j 1` and a worker of `scan -j N` cut it into the same reads; where the data
@@ -202,6 +208,14 @@ class Decompressed(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    @property
+    def consumed(self) -> int:
+        """The compressed bytes read from the file so far (the decompressor reads ahead)."""
+        try:
+            return int(self._raw.tell())
+        except (OSError, ValueError):  # a pipe, or closed
+            return 0
 
     def read(self, size: int | None = -1) -> bytes:
         parts: list[bytes] = []
