@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from matcher.catalog import load_catalog  # noqa: E402
 from matcher.catalog.server_args import ServerArgsTable, default_path, flags_of  # noqa: E402
-from matcher.cli import scan_events  # noqa: E402
 from matcher.fix import apply, choose, resolved  # noqa: E402
+from matcher.scan import scan_events  # noqa: E402
 
 _MODEL_DIR = re.compile(r"/tmp/sgmodel/(?P<name>[\w.-]+)")
 _TOKENIZER = """
@@ -158,7 +158,7 @@ def main() -> int:
         if args.only and name not in args.only:
             continue
         argv, _ = command(cmd)
-        events, _ = scan_events([str(cmd.with_suffix(".log"))], catalog, err=io.StringIO())
+        events = scan_events([str(cmd.with_suffix(".log"))], catalog, err=io.StringIO()).events
         known = [e for e in events if e.get("pattern_id") and e.get("role") != "consequence"
                  and e.get("severity") in ("critical", "error")]
         chosen = next((e for e in known if catalog.by_id(e["pattern_id"]).fix_actions), None)
@@ -188,7 +188,7 @@ def main() -> int:
             continue
         log = args.work / f"{name}.fixed.log"
         code, took = launch(list(fixed.argv), args.python, args.timeout, log)
-        after, _ = scan_events([str(log)], catalog, err=io.StringIO())
+        after = scan_events([str(log)], catalog, err=io.StringIO()).events
         gone = all(e.get("pattern_id") != record.id for e in after)
         later = first_cause(after)
         row.update(status="fixed" if gone else "still fails", exit=code,

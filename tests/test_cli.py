@@ -277,7 +277,7 @@ def test_every_real_launch_log_is_covered_by_the_table():
 def test_real_launch_log_gives_exactly_its_root_cause(name, slug):
     """In this process, over one engine (the command's exit code: test_scan_of_a_real_launch_
     log_exits_1 below)."""
-    from matcher.cli import scan_events
+    from matcher.scan import scan_events
 
     catalog, engine = _builtin()
     events = scan_events([str(LAUNCH / f"{name}.log")], catalog, engine=engine).events

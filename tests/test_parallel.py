@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from matcher import parallel
 from matcher.catalog import load_catalog
-from matcher.cli import cmd_scan, json_line, scan_events
+from matcher.cli import cmd_scan
 from matcher.engine import Engine
 from matcher.release import AUTO
 from matcher.report import exit_code
+from matcher.scan import json_line, scan_events
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
@@ -171,7 +172,7 @@ def test_any_cuts(loaded, concatenated, cuts):
 def test_small_inputs_are_read_by_one_process(tmp_path):
     """Workers start cold: below `MIN_PARALLEL_READS` reads in all, `-j N` (by default the
     core count) reads with one process, which is faster there."""
-    from matcher.cli import READ_SIZE
+    from matcher.scan import READ_SIZE
 
     small, large = tmp_path / "small.log", tmp_path / "large.log"
     small.write_bytes(b"x\n" * 1000)
@@ -191,12 +192,12 @@ def test_split_file():
 
 
 def test_an_unreadable_input_is_the_same_error(loaded, concatenated, tmp_path):
-    from matcher.cli import UsageError
+    from matcher.scan import UnreadableInput
 
     said = set()
     for j in (1, 2):
         for bad in (tmp_path / "missing.log", tmp_path):
-            with pytest.raises(UsageError) as e:
+            with pytest.raises(UnreadableInput) as e:
                 _scan(loaded, [concatenated, bad], j, read_size=1024)
             said.add((bad, str(e.value)))
     assert len(said) == 2

@@ -22,8 +22,8 @@ from debian import require_tool
 
 from matcher import parallel
 from matcher.catalog import load_catalog
-from matcher.cli import scan_events
 from matcher.engine import Engine
+from matcher.scan import scan_events
 from matcher.source import saved
 
 REPO = Path(__file__).resolve().parents[1]
