@@ -4,8 +4,10 @@ One run, commands interleaved (a busy minute slows each alike), medians of `--ru
 a warm-up of each, whole command wall time, start-up included; also the start-up alone (a scan
 of an empty file), to give the ratios net of it. Two logs of the same generator: the bench log
 (`--lines`, 1M lines, 168 MB) and the catch-up backlog's size (`--big-lines`, 6M lines, 1 GB),
-where the start-up weighs a sixth as much. Outputs of -j 1 and -j 2 are compared, and the
-machine's load average is recorded at start and end: the machine is shared.
+where the start-up weighs a sixth as much; and the bench log as a node keeps it, a directory of
+`--rotations` rotations, all but the newest two gzip-compressed (`scan DIR`). Outputs of -j 1
+and -j 2 are compared, and the machine's load average is recorded at start and end: the
+machine is shared.
 
 grep with the full catalog takes minutes per million lines: it reads a smaller log of the
 same generator (`--grep-full-lines`), once by default, and is compared per line.
@@ -17,6 +19,7 @@ same generator (`--grep-full-lines`), once by default, and is compared per line.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -50,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--grep-full-lines", type=int, default=100_000)
     ap.add_argument("--grep-full-runs", type=int, default=1)
+    ap.add_argument("--rotations", type=int, default=8,
+                    help="the bench log cut into this many rotations, all but the newest two "
+                         "gzip-compressed as logrotate leaves them, scanned as a directory "
+                         "(0: not)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-bench"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scan_parallel.json")
     args = ap.parse_args(argv)
@@ -81,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             f"scan curated -j 2{tag}": [*curated, "-j", "2", str(path)],
             f"grep -E -c -f curated{tag}": [*GREP, str(cur_grep), str(path)],
         })
+    rotated = rotations(logs[""][0], args.rotations) if args.rotations else None
+    if rotated is not None:
+        commands.update({"scan -j 1 (rotations)": [*SCAN, "-j", "1", str(rotated)],
+                         "scan -j 2 (rotations)": [*SCAN, "-j", "2", str(rotated)]})
     started = load()
     runs: dict[str, list[float]] = {name: [] for name in commands}
     outputs: dict[str, str] = {}
@@ -99,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     med = {n: statistics.median(r) for n, r in runs.items()}
     same = all(outputs[f"scan -j 1{tag}"] == outputs[f"scan -j 2{tag}"]
                and outputs[f"scan curated -j 1{tag}"] == outputs[f"scan curated -j 2{tag}"]
-               for tag in logs)
+               for tag in logs) and (rotated is None or outputs["scan -j 1 (rotations)"]
+                                     == outputs["scan -j 2 (rotations)"])
     start = med["start-up (scan -j 1 of an empty file)"]
     start_curated = med["start-up curated"]
     per_line_grep_full = statistics.median(grep_full) / small_truth["lines"]
@@ -118,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                 per_line_grep_full * truths[tag]["lines"] / j2,
             f"scan curated -j 2 ÷ grep -E curated{tag} (speed-up)": grep_cur / c2,
         })
+    if rotated is not None:
+        ratios["scan -j 2 ÷ scan -j 1, a directory of rotations (speed-up)"] = \
+            med["scan -j 1 (rotations)"] / med["scan -j 2 (rotations)"]
     result: dict[str, Any] = {
         "logs": {tag or "bench": {"lines": t["lines"], "bytes": t["bytes"]}
                  for tag, t in truths.items()},
@@ -144,6 +159,30 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     return 0 if same else 1
+
+
+def rotations(log: Path, n: int) -> Path:
+    """`log` cut at line ends into `n` rotations as logrotate with `compress` and
+    `delaycompress` leaves them: `server.log`, `server.log.1`, then `server.log.2.gz` … the
+    oldest; made once per log and count."""
+    out = log.with_name(f"{log.stem}-rotations-{n}")
+    done = out / "server.log"
+    if done.exists():
+        return out
+    out.mkdir(exist_ok=True)
+    data = log.read_bytes()
+    cuts = [0]
+    for i in range(1, n):
+        cuts.append(data.index(b"\n", len(data) * i // n) + 1)
+    cuts.append(len(data))
+    for i in range(n):  # part 0 is the oldest
+        generation = n - 1 - i
+        part = data[cuts[i]:cuts[i + 1]]
+        if generation >= 2:
+            (out / f"server.log.{generation}.gz").write_bytes(gzip.compress(part, 6))
+        else:
+            (out / ("server.log" if generation == 0 else "server.log.1")).write_bytes(part)
+    return out
 
 
 if __name__ == "__main__":
