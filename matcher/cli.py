@@ -517,7 +517,10 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
     "nothing wrong" cannot be said of what was not read; else 0. `progress`: drawn on `err`
     (None: when it is a terminal)."""
     err = err or sys.stderr
-    found = saved.find(inputs)
+    try:
+        found = saved.find(inputs)
+    except saved.NotReadable as e:
+        raise UsageError(str(e)) from e
     for line in (*found.unreadable, *found.skipped):
         print(f"sglang-matcher: not read: {line}", file=err)
     if not found.paths:

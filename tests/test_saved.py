@@ -289,3 +289,36 @@ def test_a_compressed_file_counts_for_what_it_holds_when_judging_workers(tmp_pat
     read_size = -(-gz.stat().st_size * 2 // parallel.MIN_PARALLEL_READS)  # threshold: 2× size
     assert parallel.worth_it([str(gz)], read_size) == parallel.available()
     assert not parallel.worth_it([str(plain)], read_size)
+
+
+def test_archives_are_refused_with_the_command_that_unpacks_them(tmp_path):
+    """A CI job's artifacts as downloaded: read as text, a zip's compressed members gave
+    "No sglang errors found" (exit 0), a false all-clear. Given by name, an archive is a usage
+    error saying how to unpack it; found in a directory, it is named and the rest is read.
+    The tar hint, followed, finds the failure."""
+    import zipfile
+
+    tar = require_tool("tar")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "server.log").write_bytes(SEED_LOG.read_bytes())
+    tgz = tmp_path / "artifacts.tar.gz"
+    subprocess.run([tar, "-czf", str(tgz), "-C", str(job), "."], check=True)
+    zipped = tmp_path / "artifacts.zip"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(job / "server.log", "server.log")
+    for archive, hint in ((tgz, f"`mkdir DIR && tar -xf {tgz} -C DIR`"),
+                          (zipped, f"`unzip -d DIR {zipped}`")):
+        run = cli("scan", str(archive))
+        assert (run.returncode, run.stdout) == (2, "")
+        assert f"{archive}: a {'tar' if archive == tgz else 'zip'} archive" in run.stderr
+        assert hint in run.stderr
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    subprocess.run([tar, "-xf", str(tgz), "-C", str(unpacked)], check=True)
+    run = cli("scan", "--format", "json", str(unpacked))
+    assert run.returncode == 1 and [e["pattern_id"] for e in events(run)] == [SEED_ID]
+    (job / "artifacts.zip").write_bytes(zipped.read_bytes())
+    run = cli("scan", "--format", "json", str(job))
+    assert run.returncode == 1 and [e["pattern_id"] for e in events(run)] == [SEED_ID]
+    assert f"not read: {job / 'artifacts.zip'}: a zip archive" in run.stderr

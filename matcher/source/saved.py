@@ -20,10 +20,14 @@ compressed); a CI job's artifacts are a tree of logs beside wheels and images. S
   at its start) is skipped and named, as ripgrep skips binary files it was not given by name.
   A file given by name is always read; zstd, which Python 3.11 cannot read, is named with
   the command that reads it.
+- A zip or tar archive (a CI job's artifacts as downloaded) is not read, given by name or
+  found: the message gives the command that unpacks it. Read as text, a zip's compressed
+  members would give nothing, and "No sglang errors found" would be a false all-clear.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -38,6 +42,10 @@ from matcher.source import discovery
 MAGIC = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 HEAD_BYTES = max(len(m) for m in (*MAGIC.values(), ZSTD_MAGIC))
+# Archives, which are not read (`_archive`): a zip's first bytes (or an empty zip's), and the
+# POSIX tar header's magic at its offset in the first block (ustar and GNU tar both).
+ZIP_MAGIC, ZIP_EMPTY_MAGIC = b"PK\x03\x04", b"PK\x05\x06"
+TAR_MAGIC, TAR_MAGIC_AT = b"ustar", 257
 # How much of a file found in a directory is looked at to tell text from binary.
 SAMPLE_BYTES = 8192
 # Leading NUL bytes skipped before that sample (a `copytruncate` under a writer that does not
@@ -77,6 +85,11 @@ def find(inputs: Sequence[str]) -> Found:
     seen: set[tuple[int, int]] = set()
     for name in inputs:
         if name == "-" or not os.path.isdir(name):
+            # (a pipe is not looked into: what is read from it would be gone; a file that
+            # cannot be opened is said so when it is read)
+            with contextlib.suppress(OSError):
+                if os.path.isfile(name) and (why := _archive(name)) is not None:
+                    raise NotReadable(f"{name}: {why}")
             paths.append(name)
             continue
         walk = discovery.expand(os.path.join(name, "**"))
@@ -140,9 +153,28 @@ def compression(head: bytes, path: str) -> str | None:
     return None
 
 
+def _archive(path: str) -> str | None:
+    """What to do with `path` if it is a zip or tar archive (a CI job's artifacts as
+    downloaded): read as text, its members would run together between binary headers, and a
+    zip's compressed members would read as nothing at all ("No sglang errors found")."""
+    with open(path, "rb") as f:
+        head = f.read(len(ZIP_MAGIC))
+    if head in (ZIP_MAGIC, ZIP_EMPTY_MAGIC):
+        return (f"a zip archive, which scan does not unpack: `unzip -d DIR {path}`, then "
+                "`sglang-matcher scan DIR`")
+    with open_log(path) as f:
+        block = f.read(TAR_MAGIC_AT + len(TAR_MAGIC))
+    if block[TAR_MAGIC_AT:] == TAR_MAGIC:
+        return (f"a tar archive, which scan does not unpack: `mkdir DIR && tar -xf {path} "
+                "-C DIR`, then `sglang-matcher scan DIR`")
+    return None
+
+
 def _not_text(path: str) -> str | None:
     """Why a file found in a directory is not read, or None: it is text."""
     try:
+        if (why := _archive(path)) is not None:
+            return why
         with open_log(path) as f:
             sample = _sample(f)
     except NotReadable as e:
