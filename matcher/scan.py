@@ -102,7 +102,8 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
 
 
 def read_saved(pipeline: Pipeline, name: str, source: str, read_size: int,
-          damaged: Callable[[str, str], None], progress: Progress | None = None) -> list[Event]:
+               damaged: Callable[[str, str], None],
+               progress: Progress | None = None) -> list[Event]:
     """One input read to its end through `pipeline` (stdin for "-"); compressed data that
     ends early or is damaged ends the input there, and `damaged` is told."""
     try:

@@ -123,3 +123,36 @@ def test_on_a_terminal_progress_is_drawn_and_erased_and_on_a_pipe_it_is_not(tmp_
     piped = subprocess.run([sys.executable, "-m", "matcher", "scan", "--format", "json",
                             str(LAUNCH_LOG)], capture_output=True, text=True, cwd=REPO)
     assert piped.returncode == 1 and piped.stderr == ""
+
+
+def test_every_byte_on_disk_and_every_file_is_counted_once_by_one_process_or_by_workers(
+        tmp_path):
+    """What the line says adds up: a plain log cut into tasks (`-j 2`, each task counted as
+    the parent takes it) and a gzip one read whole count their sizes on disk, each file once,
+    and the events found; with one process, the same."""
+    import gzip
+
+    from matcher import parallel
+    from matcher.catalog import load_catalog
+    from matcher.engine import Engine
+    from matcher.scan import scan_events
+
+    logs = sorted((REPO / "tests" / "fixtures" / "sglang").rglob("*.log"))
+    plain = tmp_path / "all.log"
+    plain.write_bytes(b"".join(p.read_bytes() for p in logs))
+    packed = tmp_path / "launch.log.gz"
+    packed.write_bytes(gzip.compress(LAUNCH_LOG.read_bytes()))
+    paths = [str(packed), str(plain)]
+    on_disk = packed.stat().st_size + plain.stat().st_size
+    catalog = load_catalog()
+    engine = Engine(catalog.records)
+    for jobs in (1, 2):
+        parallel.last.clear()
+        p = Progress(io.StringIO(), total_bytes=on_disk, files=2, every=0.0, clock=Clock())
+        scanned = scan_events(paths, catalog, engine=engine, jobs=jobs, read_size=4096,
+                              err=io.StringIO(), progress=p)
+        if jobs > 1 and parallel.available():
+            assert parallel.last["tasks"] > 2  # the plain log cut, the gzip one whole
+        assert (p.read_bytes, p.files_done) == (on_disk, 2), f"-j {jobs}"
+        assert 0 < p.events <= len(scanned.events)
+
