@@ -73,13 +73,17 @@ LAUNCH_LOG = REPO / "tests" / "fixtures" / "sglang" / "launch" / "int8_mamba_rad
 
 def _scan_on_a_terminal(tmp_path: Path, *args: str) -> tuple[int, str, str]:
     """`scan -` with stderr on a pseudo-terminal, stdout a file, and stdin a pipe a writer fills
-    slowly (a server at work, then a launch that failed: 2.5 s in all): exit code, stdout,
-    stderr."""
+    slowly (a server at work, then a launch that failed: 1.5 s from the scan's first read):
+    exit code, stdout, stderr."""
     feed = (
         "import sys, time\n"
         f"quiet = b''.join(x for x in open({str(QUIET_LOG)!r}, 'rb') if b'Prefill batch' in x)\n"
         "out = sys.stdout.buffer\n"
-        "for _ in range(10):\n"
+        # More than a pipe holds (64 KiB): this returns only once the scan reads, whatever
+        # its start-up takes (a fresh clone compiles the catalog first), so the 1.5 s after
+        # it fall inside the scan and its first second passes.
+        "out.write(quiet * 600); out.flush()\n"
+        "for _ in range(6):\n"
         "    out.write(quiet); out.flush(); time.sleep(0.25)\n"
         f"out.write(open({str(LAUNCH_LOG)!r}, 'rb').read())\n"
     )
