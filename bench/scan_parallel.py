@@ -7,7 +7,10 @@ of an empty file), to give the ratios net of it. Two logs of the same generator:
 where the start-up weighs a sixth as much; and the bench log as a node keeps it, a directory of
 `--rotations` rotations, all but the newest two gzip-compressed (`scan DIR`). Outputs of -j 1
 and -j 2 are compared, and the machine's load average is recorded at start and end: the
-machine is shared.
+machine is shared. Each speed-up is given twice: the ratio of the medians, and the median of
+the rounds' own ratios (-j 1 and -j 2 ran seconds apart in a round, so a slow minute weighs on
+both sides of one ratio); and the CPU time each command took, workers included, gives what
+-j 2 costs in all beside -j 1 — the part of the speed-up two cores cannot give back.
 
 grep with the full catalog takes minutes per million lines: it reads a smaller log of the
 same generator (`--grep-full-lines`), once by default, and is compared per line.
@@ -22,6 +25,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,13 +41,24 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall time, CPU time (user + system, of the command and every process it waited for:
+    `scan -j N`'s workers) and stdout of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{cmd}: exit {done.returncode}\n{done.stderr[-2000:]}")
-    return wall, done.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def paired(a: list[float], b: list[float]) -> float:
+    """The median of a ÷ b round by round: each pair ran a few seconds apart, so a slow minute
+    of the shared machine weighs on both sides of one ratio, not on one side of the medians."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
                          "scan -j 2 (rotations)": [*SCAN, "-j", "2", str(rotated)]})
     started = load()
     runs: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
     outputs: dict[str, str] = {}
     for i in range(args.runs + 1):  # the first round warms caches and is not counted
         for name, cmd in commands.items():
-            wall, out = timed(cmd, env)
+            wall, cpu, out = timed(cmd, env)
             outputs[name] = out
             if i:
                 runs[name].append(wall)
+                cpus[name].append(cpu)
         print(f"[bench] round {i}/{args.runs}: " + ", ".join(
             f"{n} {r[-1]:.2f} s" for n, r in runs.items() if r and i), file=sys.stderr,
             flush=True)
@@ -108,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                  for _ in range(args.grep_full_runs)]
     ended = load()
     med = {n: statistics.median(r) for n, r in runs.items()}
+    med_cpu = {n: statistics.median(r) for n, r in cpus.items()}
     same = all(outputs[f"scan -j 1{tag}"] == outputs[f"scan -j 2{tag}"]
                and outputs[f"scan curated -j 1{tag}"] == outputs[f"scan curated -j 2{tag}"]
                for tag in logs) and (rotated is None or outputs["scan -j 1 (rotations)"]
@@ -122,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         grep_cur = med[f"grep -E -c -f curated{tag}"]
         ratios.update({
             f"scan -j 2 ÷ scan -j 1{tag} (speed-up, start-up included)": j1 / j2,
+            f"the same, median of the rounds' ratios{tag}":
+                paired(runs[f"scan -j 1{tag}"], runs[f"scan -j 2{tag}"]),
             f"the same, net of start-up{tag}": (j1 - start) / (j2 - start),
+            f"CPU time of scan -j 2 ÷ scan -j 1{tag} (its cost)":
+                med_cpu[f"scan -j 2{tag}"] / med_cpu[f"scan -j 1{tag}"],
             f"scan curated -j 2 ÷ scan curated -j 1{tag}": c1 / c2,
             f"the same, net of start-up, curated{tag}": (c1 - start_curated)
             / (c2 - start_curated),
@@ -133,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     if rotated is not None:
         ratios["scan -j 2 ÷ scan -j 1, a directory of rotations (speed-up)"] = \
             med["scan -j 1 (rotations)"] / med["scan -j 2 (rotations)"]
+        ratios["the same, median of the rounds' ratios (rotations)"] = \
+            paired(runs["scan -j 1 (rotations)"], runs["scan -j 2 (rotations)"])
     result: dict[str, Any] = {
         "logs": {tag or "bench": {"lines": t["lines"], "bytes": t["bytes"]}
                  for tag, t in truths.items()},
@@ -142,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "median_s": {n: round(v, 3) for n, v in med.items()},
         "runs_s": {n: [round(x, 3) for x in r] for n, r in runs.items()},
+        "cpu_median_s": {n: round(v, 3) for n, v in med_cpu.items()},
+        "cpu_s": {n: [round(x, 3) for x in r] for n, r in cpus.items()},
         "grep_full": {"lines": small_truth["lines"], "runs_s": [round(x, 2) for x in grep_full]},
         "ratios": {k: round(v, 3) for k, v in ratios.items()},
         "same_output": same,
@@ -150,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"scan -j 1 / -j 2 / grep over {sizes}, median of {args.runs}, {os.cpu_count()} CPUs, "
           f"load {started} → {ended}")
     for n, v in med.items():
-        print(f"  {n:<45} {v:8.3f} s")
+        print(f"  {n:<45} {v:8.3f} s   CPU {med_cpu[n]:7.3f} s")
     print(f"  {'grep -E -c -f full':<45} {statistics.median(grep_full):8.1f} s "
           f"({small_truth['lines']:,} lines; compared per line)")
     for k, v in ratios.items():

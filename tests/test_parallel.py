@@ -169,6 +169,34 @@ def test_any_cuts(loaded, concatenated, cuts):
                  split=lambda chunks, jobs: cuts) == one
 
 
+def test_states_that_meet_past_the_first_reads_meet_where_the_worker_kept_one(loaded,
+                                                                              tmp_path):
+    """A worker keeps its reading state at its task's first `STATES_EVERY_READ` boundaries
+    and at every `STATES_STRIDE`-th after (`kept_state`). Cut inside a real traceback that
+    runs on for more reads than that, the parent reads on from the true state to the first
+    kept boundary past the traceback's end — and takes the worker's records from there, not
+    every read of the task — with `-j 1`'s output."""
+    log = tmp_path / "twice.log"  # a real launch's log, twice: the task goes on past it
+    log.write_bytes(2 * (REPO / "examples" / "logs"
+                         / "scheduler-crash-unknown-architecture.log").read_bytes())
+    text = log.read_bytes()
+    read_size = 32
+    start = text.index(b"Traceback (most recent call last)")
+    cut = text.index(b"  File ", start) // read_size + 1  # a read inside the traceback
+    ends = text.index(b"\n[", start) // read_size  # the read holding its last line
+    assert ends - cut > parallel.STATES_EVERY_READ + parallel.STATES_STRIDE
+    chunks = -(-len(text) // read_size)
+    # (a 32-byte first read does not tell the format: a file read as "auto" would be one task)
+    one = _scan(loaded, [log], 1, read_size=read_size, input_format="plain")
+    parallel.last.clear()
+    assert _scan(loaded, [log], 2, read_size=read_size, input_format="plain",
+                 split=lambda n, jobs: [cut]) == one
+    again = parallel.last["reads_again"]
+    assert ends - cut <= again < chunks - cut, parallel.last
+    assert again % parallel.STATES_STRIDE == 0
+    assert parallel.last["reads_from_workers"] == chunks - again
+
+
 def test_small_inputs_are_read_by_one_process(tmp_path):
     """Workers start cold: below `MIN_PARALLEL_READS` reads in all, `-j N` (by default the
     core count) reads with one process, which is faster there."""
