@@ -342,8 +342,14 @@ def run() -> int:
     process holds is left for the operating system to take back. The collection Python makes as
     it exits walked the loaded catalog (its records point at their store, and it at them: freed
     only by the collector) for 37 ms of a 0.43 s `scan`; frozen, nothing is walked. Objects
-    are still finalized as modules are torn down; only cyclic garbage is left to the exit."""
-    code = main()
+    are still finalized as modules are torn down; only cyclic garbage is left to the exit.
+    Ctrl-C in a one-shot command (`scan` of a large log) ends it with 130, as a shell does,
+    and a line instead of a traceback (the daemon handles SIGINT itself: a clean stop)."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print("sglang-matcher: interrupted", file=sys.stderr)
+        code = 130
     gc.freeze()
     return code
 

@@ -42,7 +42,9 @@ A pattern that times out (`Engine`'s quarantine) makes any run, one process or N
 the machine's speed; that is the one way outputs can differ.
 
 Workers are forked after the engine is loaded, so nothing is compiled again; where `fork` is
-missing, or for stdin, the scan is the single-process one.
+missing, or for stdin, the scan is the single-process one. A worker that dies (the OOM killer)
+breaks the `ProcessPoolExecutor`, which fails what it had not done: the parent reads those
+tasks itself (`_read_here`) and makes those dicts, so the output is still the same.
 """
 
 from __future__ import annotations
@@ -53,8 +55,11 @@ import dataclasses
 import gc
 import multiprocessing
 import os
+import signal
 import stat
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,8 +202,9 @@ class _Front(Pipeline):
 
 # Set in the parent before the workers are forked; they inherit it.
 _shared: dict[str, Any] = {}
-# What the last parallel scan did: tasks, reads whose records came from a worker, and reads
-# the parent made again because the worker's state was not the true one there.
+# What the last parallel scan did: tasks, reads whose records came from a worker, reads the
+# parent made again because the worker's state was not the true one there, and reads the
+# parent made in a worker's stead, the workers gone.
 last: dict[str, int] = {}
 
 
@@ -334,7 +340,8 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
          split: Splitter = split_file,
          encode: Callable[[dict[str, Any]], Any] | None = None,
          damaged: Callable[[str, str], None] = lambda path, why: None,
-         progress: Callable[..., None] | None = None) -> list[Any]:
+         progress: Callable[..., None] | None = None,
+         lost: Callable[[str], None] = lambda why: None) -> list[Any]:
     """The event dicts of `inputs` ((path, source) pairs) in `order`, as `pipeline` makes them
     from reads of `read_size` bytes — `pipeline.finish()` included — read by `jobs` workers;
     or, given `encode`, what it makes of each dict, in the workers too (a JSON line).
@@ -345,7 +352,9 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     one task, read whole by a worker; `damaged(path, why)` is told of one whose data ended
     early or was damaged. An input that cannot be opened raises OSError (NotReadable: zstd)
     before anything is read. `progress(read_bytes, events=, files=)` (`Progress.advance`) is
-    told of each task as the parent takes it.
+    told of each task as the parent takes it. A worker that ends abruptly (the kernel's OOM
+    killer, a `kill -9`) does not stop the scan: the parent reads what is left itself, with the
+    same output, and `lost(why)` is told once (`_Workers`).
     """
     if pipeline.aggregator.early:
         raise ValueError("a parallel scan aggregates without `early`")
@@ -389,25 +398,24 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     # without the collector until the scan is done: it makes no cycles, and the records and
     # events arriving from the workers set off a collection every few hundred objects, which
     # took a sixth of its time (`gc.freeze` alone left the objects it unpickled to walk).
+    # (The workers are forked at the first task handed out, after `gc.disable`: see
+    # `_start_worker`.)
     gc.freeze()
-    try:
-        pool = multiprocessing.get_context("fork").Pool(jobs)
-    except BaseException:
-        gc.unfreeze()
-        raise
     collecting = gc.isenabled()
     gc.disable()
+    workers = _Workers(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=_start_worker), lost)
     try:
-        with pool:
-            return _scan(pool, pipeline, inputs, plan, read_alone, order, records, read_size,
-                         jobs, damaged, progress or _nothing)
+        return _scan(workers, pipeline, inputs, plan, read_alone, order, records, read_size,
+                     jobs, damaged, progress or _nothing)
     finally:
+        workers.stop()
         if collecting:
             gc.enable()
         gc.unfreeze()
 
 
-def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
+def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
           plan: list[list[Task]], read_alone: Callable[[str, str], list[Event]],
           order: Callable[[Event], Any], records: Sequence[CatalogRecord],
           read_size: int, jobs: int, damaged: Callable[[str, str], None],
@@ -416,9 +424,9 @@ def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
     the parent, and the event dicts in `order`."""
     tasks = [t for ts in plan for t in ts]
     last.clear()
-    last.update(tasks=len(tasks), reads_from_workers=0, reads_again=0)
-    done = _Window(pool, tasks, ahead=jobs + 1)
-    dicts = _Dicts(pool, jobs)
+    last.update(tasks=len(tasks), reads_from_workers=0, reads_again=0, reads_here=0)
+    done = _Window(workers, tasks, ahead=jobs + 1)
+    dicts = _Dicts(workers, jobs)
     queue = iter(tasks)
     for (path, source), own in zip(inputs, plan, strict=True):
         if not own:
@@ -428,11 +436,15 @@ def _scan(pool: Any, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
         for _ in own:
             result = done.next()
             task = next(queue)
-            more, true = _take(pipeline, task, result, true, records, read_size)
+            if result is None:  # the workers are gone: the parent reads it
+                more, true, why = _read_here(pipeline, task, true, read_size)
+            else:
+                more, true = _take(pipeline, task, result, true, records, read_size)
+                why = result.damaged
             dicts.add(more)
             progress(task.disk_bytes, events=len(more), files=int(task.last))
-            if result.damaged is not None:
-                damaged(path, result.damaged)
+            if why is not None:
+                damaged(path, why)
         assert true is not None
         pipeline.set_reader(source, *true)
         dicts.add(pipeline.end_of_source(source))
@@ -444,25 +456,87 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
     pass
 
 
+def _start_worker() -> None:
+    """A worker's first act: its collector back on (forked from a parent that runs without),
+    and Ctrl-C left to the parent, which ends the workers (`_Workers.stop`): a worker stopped
+    by it in the middle of a task would print a traceback of its own."""
+    gc.enable()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Workers:
+    """The worker processes, and whether they are still there. One that ends abruptly — the
+    kernel's OOM killer, a `kill -9`, a crash in C — breaks the executor: every task handed
+    out and not done fails at once (`BrokenProcessPool`; a `multiprocessing.Pool` waits for
+    its result forever, and `scan` hung without a word). From then on `submit` and `result`
+    give None, the parent does the rest itself, and `lost` is told why, once."""
+
+    def __init__(self, executor: ProcessPoolExecutor, lost: Callable[[str], None]) -> None:
+        self._executor = executor
+        self._lost = lost
+        self.gone = False
+
+    def submit(self, fn: Callable[[Any], Any], arg: Any) -> Future[Any] | None:
+        if self.gone:
+            return None
+        try:
+            return self._executor.submit(fn, arg)
+        except BrokenProcessPool:
+            self._lose()
+            return None
+
+    def result(self, future: Future[Any] | None) -> Any:
+        """The future's result; None when the workers are gone. A worker's exception (a bug)
+        is raised here, with the worker's traceback as its cause."""
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            self._lose()
+            return None
+
+    def _lose(self) -> None:
+        if not self.gone:
+            self.gone = True
+            self._lost("a worker process ended abruptly (killed — the kernel's OOM killer says "
+                       "so in `dmesg` — or crashed); this process read the rest itself: the "
+                       "output is whole")
+
+    def stop(self) -> None:
+        """The workers ended now, whatever they are doing (an interrupted scan does not wait
+        for their tasks): Python 3.14's `terminate_workers`, before it what it does."""
+        terminate = getattr(self._executor, "terminate_workers", None)
+        if terminate is not None:
+            terminate()
+        else:
+            processes = getattr(self._executor, "_processes", None) or {}
+            for process in list(processes.values()):
+                if process.is_alive():
+                    process.terminate()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
 class _Window:
     """The tasks' results in order, with `ahead` of them handed to the workers at a time: the
     event batches `_Dicts` hands on queue between tasks, not behind all of them, so that the
     last events are all that is left to make into dicts when the last task is read."""
 
-    def __init__(self, pool: Any, tasks: Sequence[Task], *, ahead: int) -> None:
-        self._pool = pool
+    def __init__(self, workers: _Workers, tasks: Sequence[Task], *, ahead: int) -> None:
+        self._workers = workers
         self._tasks = iter(tasks)
-        self._sent: collections.deque[Any] = collections.deque()
+        self._sent: collections.deque[Future[Any] | None] = collections.deque()
         for _ in range(ahead):
             self._send()
 
     def _send(self) -> None:
         task = next(self._tasks, None)
         if task is not None:
-            self._sent.append(self._pool.apply_async(_run, (task,)))
+            self._sent.append(self._workers.submit(_run, task))
 
-    def next(self) -> _Done:
-        result: _Done = self._sent.popleft().get()
+    def next(self) -> _Done | None:
+        """The next task's result; None when the workers are gone (the parent reads it)."""
+        result: _Done | None = self._workers.result(self._sent.popleft())
         self._send()
         return result
 
@@ -473,12 +547,13 @@ class _Dicts:
     still read, instead of all of them waiting for the last event. `ordered` gives the dicts
     in the order a stable sort of the events by `order` gives, as one process emits them."""
 
-    def __init__(self, pool: Any, jobs: int) -> None:
-        self._pool = pool
+    def __init__(self, workers: _Workers, jobs: int) -> None:
+        self._workers = workers
         self._jobs = jobs
         self._events: list[Event] = []
         self._waiting: list[Event] = []
-        self._parts: list[Any] = []  # AsyncResults, each of a batch in `_events` order
+        # Each batch in `_events` order, with the future of its dicts (None: no workers left).
+        self._parts: list[tuple[list[Event], Future[Any] | None]] = []
 
     def add(self, events: list[Event]) -> None:
         self._waiting += events
@@ -488,14 +563,17 @@ class _Dicts:
     def _send(self, size: int) -> None:
         batch, self._waiting = self._waiting[:size], self._waiting[size:]
         self._events += batch
-        self._parts.append(self._pool.apply_async(_dicts, (batch,)))
+        self._parts.append((batch, self._workers.submit(_dicts, batch)))
 
     def ordered(self, order: Callable[[Event], Any]) -> list[Any]:
         if self._waiting:  # the last: a batch per worker, so that they end together
             size = -(-len(self._waiting) // self._jobs)
             while self._waiting:
                 self._send(size)
-        made = [d for part in self._parts for d in part.get()]
+        made: list[Any] = []
+        for batch, future in self._parts:
+            done = self._workers.result(future)
+            made += _dicts(batch) if done is None else done
         at = sorted(range(len(self._events)), key=lambda i: order(self._events[i]))
         return [made[i] for i in at]
 
@@ -544,6 +622,30 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
         events += pipeline.aggregate(step.records, found)
     _renumber(result.end, shift)
     return events, result.end
+
+
+def _read_here(pipeline: Pipeline, task: Task, true: Reader | None,
+               read_size: int) -> tuple[list[Event], Reader, str | None]:
+    """A task read by the parent itself, as one process reads it (the workers are gone): from
+    the true reading state at its first read, the reads a worker would have made. Its events,
+    the reading state after them, and what was damaged in a compressed file (or None)."""
+    source = task.source
+    if true is not None:
+        pipeline.set_reader(source, *true)
+    events: list[Event] = []
+    with saved.open_log(task.path) as f:
+        if task.first:
+            f.seek(task.first * read_size)
+        c = task.first
+        while task.stop is None or c < task.stop:
+            data = f.read(read_size)
+            if not data:
+                break
+            events += pipeline.feed(Chunk(data, source, c * read_size + len(data)))
+            c += 1
+        damaged: str | None = getattr(f, "damaged", None)
+    last["reads_here"] += c - task.first
+    return events, pipeline.reader(source), damaged
 
 
 def _add_counts(stats: PipelineStats, source: str, d: dict[str, Any]) -> None:

@@ -68,6 +68,7 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
     order = event_order(inputs)
     named = [(name, "<stdin>" if name == "-" else name) for name in inputs]
     not_read: list[str] = []
+    lost: list[str] = []  # (said after the scan, as the rest: a progress line may be drawn)
 
     def damaged(name: str, why: str) -> None:
         not_read.append(f"{name}: {why}")
@@ -80,7 +81,8 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
             dicts = parallel.scan(pipeline, named, jobs=jobs, read_size=read_size,
                                   read_alone=read, order=order, split=split or split_file,
                                   encode=encode, damaged=damaged,
-                                  progress=progress.advance if progress else None)
+                                  progress=progress.advance if progress else None,
+                                  lost=lost.append)
         else:
             events = [e for name, source in named for e in read(name, source)]
             events.extend(pipeline.finish())
@@ -98,6 +100,8 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
               "read as plain text", file=err or sys.stderr)
     for line in not_read:
         print(f"sglang-matcher: not read whole: {line}", file=err or sys.stderr)
+    for why in lost:
+        print(f"sglang-matcher: scan: {why}", file=err or sys.stderr)
     return Scanned(dicts, pipeline.stats.lines, tuple(not_read))
 
 

@@ -288,22 +288,18 @@ def test_a_reading_state_moves_every_line_number(loaded, tmp_path):
 def test_events_go_to_the_workers_in_batches_and_the_last_in_one_per_worker():
     """Batches of `DICT_BATCH` as events arrive (a task's 750 do not wait as one), and what is
     left at the end split evenly, one batch per worker, so that the workers end together."""
-    class Done:
-        def __init__(self, value):
-            self.value = value
-
-        def get(self):
-            return self.value
-
-    class Pool:
+    class Workers:
         def __init__(self):
             self.sizes = []
 
-        def apply_async(self, fn, args):
-            self.sizes.append(len(args[0]))
-            return Done([f"d{e}" for e in args[0]])
+        def submit(self, fn, batch):
+            self.sizes.append(len(batch))
+            return [f"d{e}" for e in batch]
 
-    pool = Pool()
+        def result(self, future):
+            return future
+
+    pool = Workers()
     dicts = parallel._Dicts(pool, 2)
     dicts.add(list(range(300)))
     dicts.add(list(range(300, 700)))
