@@ -148,7 +148,9 @@ class _Done:
     # The splitter's line number at each of those boundaries (counted from the warm-up read).
     linenos: list[int]
     end: Reader
-    damaged: str | None = None  # compressed data that ended early or was damaged: what and where
+    damaged: str | None = None  # compressed data that ended early or was damaged, or a file
+    # truncated while read (`saved.shrank`): what and where
+    short: bool = False  # the file ended before the task's last read: it shrank while read
 
 
 def state_of(reader: Reader) -> object:
@@ -244,10 +246,12 @@ def _run(task: Task) -> _Done:
         if start:
             f.seek(start * read_size)
         c = start
+        at = start * read_size
         while task.stop is None or c < task.stop:
             data = f.read(read_size)
             if not data:
                 break
+            at += len(data)
             before = _snapshot(front.stats)
             front.feed(Chunk(data, source, c * read_size + len(data)))
             records, front.taken = front.taken, []
@@ -256,9 +260,10 @@ def _run(task: Task) -> _Done:
             states.append(state_of(reader) if kept_state(c + 1 - task.first) else None)
             linenos.append(reader[0].lineno)
             c += 1
-        damaged = getattr(f, "damaged", None)
+        damaged = getattr(f, "damaged", None) or saved.shrank(f, at)
     reader[2].redactor = None  # the parent's goes in
-    return _Done(steps, states, linenos, reader, damaged)
+    short = not states or (task.stop is not None and c < task.stop)
+    return _Done(steps, states, linenos, reader, damaged, short)
 
 
 def kept_state(boundary: int) -> bool:
@@ -433,14 +438,26 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
             dicts.add(read_alone(path, source))
             continue
         true: Reader | None = None  # the reading state at the boundary reached
+        cut = False  # the file ended before a task's last read: it shrank while read
         for _ in own:
             result = done.next()
             task = next(queue)
-            if result is None:  # the workers are gone: the parent reads it
-                more, true, why = _read_here(pipeline, task, true, read_size)
+            more: list[Event] = []
+            why: str | None = None
+            was_cut = cut
+            if cut:
+                pass  # what a task read after the cut is not what one process reads now
+            elif result is None:  # the workers are gone: the parent reads it
+                more, true, why, cut = _read_here(pipeline, task, true, read_size)
+            elif not result.states:  # the file ended before the task's first read
+                why, cut = result.damaged, True
             else:
                 more, true = _take(pipeline, task, result, true, records, read_size)
-                why = result.damaged
+                why, cut = result.damaged, result.short
+            if cut and not was_cut and why is None and task is not own[-1]:
+                # (shorter than when its tasks were cut: said once, at the task that ended)
+                why = saved.truncated(f"{sum(t.disk_bytes for t in own):,} bytes when the "
+                                      "scan began", _size(path))
             dicts.add(more)
             progress(task.disk_bytes, events=len(more), files=int(task.last))
             if why is not None:
@@ -450,6 +467,13 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
         dicts.add(pipeline.end_of_source(source))
     dicts.add(pipeline.finish())
     return dicts.ordered(order)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _nothing(*args: Any, **kwargs: Any) -> None:
@@ -625,10 +649,11 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
 
 
 def _read_here(pipeline: Pipeline, task: Task, true: Reader | None,
-               read_size: int) -> tuple[list[Event], Reader, str | None]:
+               read_size: int) -> tuple[list[Event], Reader, str | None, bool]:
     """A task read by the parent itself, as one process reads it (the workers are gone): from
     the true reading state at its first read, the reads a worker would have made. Its events,
-    the reading state after them, and what was damaged in a compressed file (or None)."""
+    the reading state after them, what was damaged or truncated (or None), and whether the
+    file ended before the task's last read (`_Done.short`)."""
     source = task.source
     if true is not None:
         pipeline.set_reader(source, *true)
@@ -637,15 +662,17 @@ def _read_here(pipeline: Pipeline, task: Task, true: Reader | None,
         if task.first:
             f.seek(task.first * read_size)
         c = task.first
+        at = task.first * read_size
         while task.stop is None or c < task.stop:
             data = f.read(read_size)
             if not data:
                 break
-            events += pipeline.feed(Chunk(data, source, c * read_size + len(data)))
+            at += len(data)
+            events += pipeline.feed(Chunk(data, source, at))
             c += 1
-        damaged: str | None = getattr(f, "damaged", None)
+        damaged: str | None = getattr(f, "damaged", None) or saved.shrank(f, at)
     last["reads_here"] += c - task.first
-    return events, pipeline.reader(source), damaged
+    return events, pipeline.reader(source), damaged, task.stop is not None and c < task.stop
 
 
 def _add_counts(stats: PipelineStats, source: str, d: dict[str, Any]) -> None:

@@ -109,7 +109,8 @@ def read_saved(pipeline: Pipeline, name: str, source: str, read_size: int,
                damaged: Callable[[str, str], None],
                progress: Progress | None = None) -> list[Event]:
     """One input read to its end through `pipeline` (stdin for "-"); compressed data that
-    ends early or is damaged ends the input there, and `damaged` is told."""
+    ends early or is damaged ends the input there, and `damaged` is told, as of a file that
+    was truncated while it was read (`saved.shrank`)."""
     try:
         stream = saved.open_stdin(sys.stdin.buffer) if name == "-" else saved.open_log(name)
     except OSError as e:
@@ -129,9 +130,9 @@ def read_saved(pipeline: Pipeline, name: str, source: str, read_size: int,
                     on_disk = now_on_disk
         except OSError as e:
             raise UnreadableInput(f"cannot read {name}: {e.strerror}") from e
+        why = getattr(stream, "damaged", None) or saved.shrank(stream, offset)
     if progress is not None:
         progress.advance(files=1)
-    why = getattr(stream, "damaged", None)
     if why is not None:
         damaged(name, why)
     events.extend(pipeline.end_of_source(source))

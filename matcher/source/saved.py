@@ -222,6 +222,28 @@ def on_disk(stream: object, read: int) -> int:
     return stream.consumed if isinstance(stream, Decompressed) else read
 
 
+def shrank(stream: object, read: int) -> str | None:
+    """Why a plain file whose reads came to an end was not read whole: it now holds fewer
+    bytes than the `read` ones given — truncated while it was read (logrotate's
+    `copytruncate` on a live node), so what followed them is gone. None when it is not so,
+    and for what is compressed or not a regular file."""
+    if isinstance(stream, Decompressed):
+        return None
+    try:
+        st = os.fstat(stream.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # (io.UnsupportedOperation is both)
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size >= read:
+        return None
+    return truncated(f"{read:,} bytes read", st.st_size)
+
+
+def truncated(was: str, now: int) -> str:
+    """What `scan` says of a file truncated while read (`was`: how much there was)."""
+    return (f"truncated while read (logrotate's copytruncate?): {was}, {now:,} bytes there "
+            "now; what followed was not read")
+
+
 class Decompressed(io.RawIOBase):
     """A compressed file's text. `read(n)` gives n bytes until the end, as a file does, so
     that `scan -j 1` and a worker of `scan -j N` cut it into the same reads; where the data

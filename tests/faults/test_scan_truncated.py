@@ -1,0 +1,125 @@
+"""A log truncated while `scan` reads it — logrotate's `copytruncate` on the live node a
+post-mortem runs on — is read as far as it goes, said on stderr as not read whole (exit 2 when
+nothing else is wrong), and never crashes the scan: `scan -j 2` raised IndexError (no event
+printed at all) when a task of its workers found the file ended before its first read."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from matcher import parallel
+from matcher.catalog import load_catalog
+from matcher.engine import Engine
+from matcher.scan import scan_events
+
+REPO = Path(__file__).resolve().parents[2]
+LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
+               *(REPO / "examples" / "logs").glob("*.log")])
+SAID = "truncated while read (logrotate's copytruncate?)"
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    catalog = load_catalog()
+    return catalog, Engine(catalog.records)
+
+
+@pytest.fixture
+def log(tmp_path):
+    path = tmp_path / "server.log"
+    path.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in LOGS))
+    return path
+
+
+def _scan(loaded, path, jobs, **kw):
+    catalog, engine = loaded
+    err = io.StringIO()
+    scanned = scan_events([str(path)], catalog, engine=engine, jobs=jobs, read_size=1024,
+                          err=err, **kw)
+    return scanned, err.getvalue()
+
+
+@pytest.mark.skipif(not parallel.available(), reason="no fork here")
+@pytest.mark.parametrize(("keep", "said"), [(0.1, True), (0.45, True), (0.8, True),
+                                           (0.95, False)])
+def test_scan_j2_of_a_log_truncated_once_its_tasks_are_planned(loaded, log, tmp_path, keep,
+                                                               said):
+    """The file is cut to a share of itself after `-j 2` planned its tasks on its old size,
+    before any is read: the tasks past the cut find nothing (or less), and the output is what
+    one process reads of the file as it is now, with the truncation said. The last of the
+    8 tasks reads to the end, wherever it is: a cut inside it (past 7/8) is a file that ends
+    sooner, as one process would see it, and nothing is said."""
+    size = log.stat().st_size
+    cut = int(size * keep)
+    prefix = tmp_path / "prefix.log"
+    prefix.write_bytes(log.read_bytes()[:cut])
+
+    def truncate_then_split(chunks, jobs):
+        os.truncate(log, cut)
+        return parallel.split_file(chunks, jobs)
+
+    alone, alone_err = _scan(loaded, prefix, 1)
+    assert alone.events and not alone_err
+    got, err = _scan(loaded, log, 2, split=truncate_then_split)
+    assert parallel.last["tasks"] > 1
+    named = [{**e, "source": str(prefix)} for e in got.events]
+    assert (named, got.lines) == (alone.events, alone.lines)
+    if said:
+        assert err.count(SAID) == 1 and len(got.not_read) == 1, err
+        assert "bytes when the scan began" in err
+    else:
+        assert not err and not got.not_read
+
+
+def test_scan_j1_of_a_log_truncated_while_read(loaded, log, tmp_path):
+    """One process: the file is cut to 500 bytes after its first read of 1 KiB. What was read
+    is kept (that read's lines, and what the file's buffer held), the rest is gone, and
+    stderr says so. (A cut beyond what was read is a shorter file: nothing to tell.)"""
+    whole = log.read_bytes()
+    cut = 500
+
+    class TruncateAfterFirstRead:
+        done = False
+
+        def advance(self, read=0, *, events=0, files=0):
+            if not self.done:
+                os.truncate(log, cut)
+                self.done = True
+
+    got, err = _scan(loaded, log, 1, progress=TruncateAfterFirstRead())
+    assert SAID in err and "500 bytes there now" in err, err
+    assert err.count(SAID) == 1 and len(got.not_read) == 1
+    first_read = tmp_path / "first.log"
+    first_read.write_bytes(whole[:1024])
+    assert _scan(loaded, first_read, 1)[0].lines <= got.lines < whole.count(b"\n")
+
+
+def test_scan_command_says_a_truncated_log_was_not_read_whole(log, tmp_path, monkeypatch,
+                                                              capsys):
+    """The command's exit code: 2 (an input not read whole) when nothing else is wrong — on a
+    real excerpt whose lines hold no failure (a decode batch retracting requests)."""
+    from matcher import cli
+
+    quiet = tmp_path / "quiet.log"
+    shutil.copy(REPO / "tests" / "fixtures" / "field" / "gpu"
+                / "4184-decode-oom-retract-deepseek-r1.log", quiet)
+    assert cli.main(["scan", "--no-progress", str(quiet)]) == 0
+    real = cli.scan_events
+
+    def truncated_while_read(paths, *args, **kw):
+        class Cut:
+            def advance(self, read=0, *, events=0, files=0):
+                os.truncate(quiet, 0)
+        kw["progress"] = Cut()
+        return real(paths, *args, **kw)
+
+    monkeypatch.setattr(cli, "scan_events", truncated_while_read)
+    code = cli.main(["scan", "--no-progress", str(quiet)])
+    err = capsys.readouterr().err
+    assert SAID in err
+    assert code == 2
