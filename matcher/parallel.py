@@ -53,6 +53,7 @@ import collections
 import copy
 import dataclasses
 import gc
+import io
 import multiprocessing
 import os
 import signal
@@ -128,6 +129,7 @@ class Task:
     detected: str | None  # the format the file's first read decided (None: not decided)
     disk_bytes: int = 0  # how much of the file it reads (for progress)
     last: bool = True  # the file's last task
+    file: tuple[int, int] | None = None  # (device, inode) of the file it was cut from
 
 
 @dataclass(slots=True)
@@ -242,7 +244,11 @@ def _run(task: Task) -> _Done:
     steps: list[_Step] = []
     states: list[object] = [] if task.first > 0 else [None]
     linenos: list[int] = [] if task.first > 0 else [0]
-    with saved.open_log(task.path) as f:
+    try:
+        opened = _open(task, read_size)
+    except _Replaced as e:
+        return _Done([], [], [], reader, str(e), short=True)
+    with opened as f:
         if start:
             f.seek(start * read_size)
         c = start
@@ -264,6 +270,25 @@ def _run(task: Task) -> _Done:
     reader[2].redactor = None  # the parent's goes in
     short = not states or (task.stop is not None and c < task.stop)
     return _Done(steps, states, linenos, reader, damaged, short)
+
+
+class _Replaced(Exception):
+    """A task's path holds another file than the one its tasks were cut from."""
+
+
+def _open(task: Task, read_size: int) -> io.BufferedReader | saved.Decompressed:
+    """`task.path` opened as its tasks read it, if it is still the file they were cut from.
+    `scan -j 1` holds its file open to the end; tasks open it by path, one after another, and
+    a file logrotate renamed away (`create`) and made anew meanwhile would give the new one's
+    bytes at the old one's offsets: `_Replaced` instead."""
+    f = saved.open_log(task.path)
+    st = os.fstat(f.fileno())
+    if task.file is not None and (st.st_dev, st.st_ino) != task.file:
+        f.close()
+        raise _Replaced(f"replaced while read (renamed away by logrotate's `create`?): another "
+                        f"file is at its path now; from byte {task.first * read_size:,} "
+                        "on it was not read (scan its rotation, such as PATH.1, for the rest)")
+    return f
 
 
 def kept_state(boundary: int) -> bool:
@@ -391,7 +416,8 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
             stop = starts[i + 1] if i + 1 < len(starts) else None
             end = st.st_size if stop is None else min(stop * read_size, st.st_size)
             plan[-1].append(Task(path, source, first, stop, detected,
-                                 end - first * read_size, stop is None))
+                                 end - first * read_size, stop is None,
+                                 (st.st_dev, st.st_ino)))
     engine = pipeline.engine
     if docker:
         _ = engine.docker_prefilter  # built once, before the workers are forked
@@ -445,15 +471,18 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
             more: list[Event] = []
             why: str | None = None
             was_cut = cut
-            if cut:
-                pass  # what a task read after the cut is not what one process reads now
-            elif result is None:  # the workers are gone: the parent reads it
-                more, true, why, cut = _read_here(pipeline, task, true, read_size)
-            elif not result.states:  # the file ended before the task's first read
-                why, cut = result.damaged, True
-            else:
-                more, true = _take(pipeline, task, result, true, records, read_size)
-                why, cut = result.damaged, result.short
+            try:
+                if cut:
+                    pass  # what a task read after the cut is not what one process reads now
+                elif result is None:  # the workers are gone: the parent reads it
+                    more, true, why, cut = _read_here(pipeline, task, true, read_size)
+                elif not result.states:  # the file ended, or was replaced, before its first read
+                    why, cut = result.damaged, True
+                else:
+                    more, true = _take(pipeline, task, result, true, records, read_size)
+                    why, cut = result.damaged, result.short
+            except _Replaced as e:
+                why, cut = str(e), True
             if cut and not was_cut and why is None and task is not own[-1]:
                 # (shorter than when its tasks were cut: said once, at the task that ended)
                 why = saved.truncated(f"{sum(t.disk_bytes for t in own):,} bytes when the "
@@ -462,7 +491,8 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
             progress(task.disk_bytes, events=len(more), files=int(task.last))
             if why is not None:
                 damaged(path, why)
-        assert true is not None
+        if true is None:  # replaced before its first task was read: nothing was
+            true = pipeline.reader(source)
         pipeline.set_reader(source, *true)
         dicts.add(pipeline.end_of_source(source))
     dicts.add(pipeline.finish())
@@ -616,7 +646,7 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
         line = true[0].lineno
         if state_of(true) != result.states[0]:
             pipeline.set_reader(source, *true)
-            with open(task.path, "rb") as f:
+            with _open(task, read_size) as f:  # (`_Replaced`: to the caller)
                 f.seek(task.first * read_size)
                 while k < len(result.steps):
                     data = f.read(read_size)
@@ -658,7 +688,7 @@ def _read_here(pipeline: Pipeline, task: Task, true: Reader | None,
     if true is not None:
         pipeline.set_reader(source, *true)
     events: list[Event] = []
-    with saved.open_log(task.path) as f:
+    with _open(task, read_size) as f:  # (`_Replaced`: to the caller)
         if task.first:
             f.seek(task.first * read_size)
         c = task.first

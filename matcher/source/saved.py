@@ -263,6 +263,10 @@ class Decompressed(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def fileno(self) -> int:
+        """The compressed file's descriptor (what `os.fstat` tells apart from another file)."""
+        return self._raw.fileno()
+
     @property
     def consumed(self) -> int:
         """The compressed bytes read from the file so far (the decompressor reads ahead)."""

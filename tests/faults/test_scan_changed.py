@@ -1,12 +1,18 @@
-"""A log truncated while `scan` reads it — logrotate's `copytruncate` on the live node a
-post-mortem runs on — is read as far as it goes, said on stderr as not read whole (exit 2 when
-nothing else is wrong), and never crashes the scan: `scan -j 2` raised IndexError (no event
-printed at all) when a task of its workers found the file ended before its first read."""
+"""A log changed while `scan` reads it — logrotate on the live node a post-mortem runs on —
+is read as far as it is the log it was, said on stderr as not read whole (exit 2 when nothing
+else is wrong), and never crashes the scan or mixes in another file's bytes:
+
+- truncated (`copytruncate`): `scan -j 2` raised IndexError (no event printed at all) when a
+  task of its workers found the file ended before its first read;
+- renamed away and made anew (`create`): `scan -j 1` holds its file open to the end, but the
+  tasks of `-j N` open it by path one after another, and read the new file's bytes at the old
+  one's offsets, without a word."""
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -21,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
                *(REPO / "examples" / "logs").glob("*.log")])
 SAID = "truncated while read (logrotate's copytruncate?)"
+REPLACED = "replaced while read (renamed away by logrotate's `create`?)"
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +130,57 @@ def test_scan_command_says_a_truncated_log_was_not_read_whole(log, tmp_path, mon
     err = capsys.readouterr().err
     assert SAID in err
     assert code == 2
+
+
+@pytest.mark.skipif(not parallel.available(), reason="no fork here")
+def test_scan_j2_of_a_log_renamed_away_and_made_anew_while_read(loaded, log, tmp_path,
+                                                                monkeypatch):
+    """Four tasks; as the third is opened (by a worker done with the first or the second, so
+    both hold the old file), logrotate's `create` happens: the log is renamed to `.1` and a
+    new one, another real log, takes its path. The third and fourth tasks find another file,
+    and so does the parent where it must read part of the second itself (where a traceback
+    straddles its start): the output is one process's of the log up to the byte the message
+    names — the first or the second half — nothing of the new file."""
+    whole = log.read_bytes()
+    read_size = 1024
+    chunks = -(-len(whole) // read_size)
+    starts = [0, chunks // 4, chunks // 2, 3 * chunks // 4]
+    rotated = log.with_name("server.log.1")
+    newcomer = REPO / "examples" / "logs" / "int8-mamba-radix-cache.log"
+    real_open = parallel._open
+
+    def rotating_open(task, size):
+        if task.first == starts[2] and not rotated.exists():
+            log.rename(rotated)
+            log.write_bytes(newcomer.read_bytes() * 20)
+        return real_open(task, size)
+
+    monkeypatch.setattr(parallel, "_open", rotating_open)
+    got, err = _scan(loaded, log, 2, split=lambda n, jobs: starts)
+    assert rotated.exists()
+    assert err.count(REPLACED) == 1 and len(got.not_read) == 1, err
+    stop = int(re.search(r"from byte ([\d,]+) on", err)[1].replace(",", ""))
+    assert stop in (starts[1] * read_size, starts[2] * read_size)
+    prefix = tmp_path / "prefix.log"
+    prefix.write_bytes(whole[:stop])
+    alone, _ = _scan(loaded, prefix, 1)
+    assert [{**e, "source": str(prefix)} for e in got.events] == alone.events
+    assert got.lines == alone.lines
+
+
+def test_a_task_whose_path_holds_another_file_reads_none_of_it(loaded, log, tmp_path):
+    """The check itself, in one process: a task cut from one file, its path then taken by
+    another, gives no record and says why."""
+    from matcher.pipeline import Pipeline
+
+    catalog, engine = loaded
+    st = log.stat()
+    task = parallel.Task(str(log), str(log), 0, None, None, st.st_size, True,
+                         (st.st_dev, st.st_ino))
+    log.rename(tmp_path / "old.log")
+    log.write_bytes((REPO / "examples" / "logs" / "int8-mamba-radix-cache.log").read_bytes())
+    parallel._shared.update(engine=engine, read_size=1024, index={},
+                            pipeline=Pipeline(engine, catalog_version=catalog.version))
+    done = parallel._run(task)
+    assert done.steps == [] and done.states == [] and done.short
+    assert done.damaged is not None and done.damaged.startswith(REPLACED)
