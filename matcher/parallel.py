@@ -86,6 +86,11 @@ MIN_PARALLEL_READS = 64
 COMPRESSED_RATIO = 5
 # Events per batch made into dicts by a worker (the last ones: a batch per worker).
 DICT_BATCH = 256
+# Files held open from the plan to the scan's end, so that every task reads the file it was
+# cut from even once logrotate renamed it away (`Task.fd`); past them, a task opens its path
+# and checks it is still that file (`_open`). Well below the usual 1,024 descriptors.
+HELD_FILES = 256
+_FDS = "/proc/self/fd"  # a held file opened anew: its own offset, however it is named now
 # Tasks per worker for a file that is cut: enough to even out the load, few enough that the
 # warm-up read of each costs little.
 TASKS_PER_JOB = 4
@@ -130,6 +135,7 @@ class Task:
     disk_bytes: int = 0  # how much of the file it reads (for progress)
     last: bool = True  # the file's last task
     file: tuple[int, int] | None = None  # (device, inode) of the file it was cut from
+    fd: int | None = None  # that file, held open by the parent since (workers inherit it)
 
 
 @dataclass(slots=True)
@@ -277,11 +283,12 @@ class _Replaced(Exception):
 
 
 def _open(task: Task, read_size: int) -> io.BufferedReader | saved.Decompressed:
-    """`task.path` opened as its tasks read it, if it is still the file they were cut from.
-    `scan -j 1` holds its file open to the end; tasks open it by path, one after another, and
-    a file logrotate renamed away (`create`) and made anew meanwhile would give the new one's
-    bytes at the old one's offsets: `_Replaced` instead."""
-    f = saved.open_log(task.path)
+    """The file a task was cut from, opened for it: `scan -j 1` holds its file open to the
+    end, and so does the parent of `-j N` for its first `HELD_FILES` (the task opens that
+    descriptor anew: the same file, however it is named now, with an offset of its own).
+    Past them the path is opened, and a file logrotate renamed away (`create`) and made anew
+    meanwhile would give the new one's bytes at the old one's offsets: `_Replaced` instead."""
+    f = saved.open_log(task.path if task.fd is None else f"{_FDS}/{task.fd}")
     st = os.fstat(f.fileno())
     if task.file is not None and (st.st_dev, st.st_ino) != task.file:
         f.close()
@@ -389,14 +396,28 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     if pipeline.aggregator.early:
         raise ValueError("a parallel scan aggregates without `early`")
     plan: list[list[Task]] = []  # per input: its tasks (none: read alone)
-    docker = False
+    held: list[io.BufferedReader] = []  # the files, open from here to the end (`Task.fd`)
+    try:
+        _plan(pipeline, inputs, jobs, read_size, split, plan, held)
+        return _fork(pipeline, inputs, plan, jobs, read_size, read_alone, order, encode,
+                     damaged, progress, lost)
+    finally:
+        for f in held:
+            f.close()
+
+
+def _plan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], jobs: int, read_size: int,
+          split: Splitter, plan: list[list[Task]], held: list[io.BufferedReader]) -> None:
+    """Each input's tasks into `plan`; the first `HELD_FILES` files kept open in `held`."""
     for path, source in inputs:
         plan.append([])
         if path == "-":
             continue
-        with open(path, "rb") as f:
+        f = open(path, "rb")  # noqa: SIM115 - kept open (`held`) or closed below
+        try:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
+                f.close()
                 continue
             head = f.peek(saved.HEAD_BYTES)[:saved.HEAD_BYTES]
             compressed = saved.compression(head, path) is not None
@@ -407,7 +428,15 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
                                     max_line_bytes=pipeline.max_line_bytes)
                 probe.detect(f.read(read_size))
                 detected = probe.detected
-        docker |= detected == "docker"
+        except BaseException:
+            f.close()
+            raise
+        fd: int | None = None
+        if len(held) < HELD_FILES and os.path.isdir(_FDS):
+            held.append(f)
+            fd = f.fileno()
+        else:
+            f.close()
         # A file whose first read did not decide its format is read from its start only, and
         # so is a compressed one: its reads cannot be reached without those before.
         starts = [0] if detected is None or compressed \
@@ -417,7 +446,16 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
             end = st.st_size if stop is None else min(stop * read_size, st.st_size)
             plan[-1].append(Task(path, source, first, stop, detected,
                                  end - first * read_size, stop is None,
-                                 (st.st_dev, st.st_ino)))
+                                 (st.st_dev, st.st_ino), fd))
+
+
+def _fork(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], plan: list[list[Task]],
+          jobs: int, read_size: int, read_alone: Callable[[str, str], list[Event]],
+          order: Callable[[Event], Any], encode: Callable[[dict[str, Any]], Any] | None,
+          damaged: Callable[[str, str], None], progress: Callable[..., None] | None,
+          lost: Callable[[str], None]) -> list[Any]:
+    """`scan` once its tasks are planned: the workers forked, the scan, the workers ended."""
+    docker = any(t.detected == "docker" for ts in plan for t in ts)
     engine = pipeline.engine
     if docker:
         _ = engine.docker_prefilter  # built once, before the workers are forked

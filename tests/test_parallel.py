@@ -71,6 +71,23 @@ def test_every_log_as_many_files(loaded):
     assert len(dicts) > 100 and lines > 5_000
 
 
+def test_files_past_the_ones_held_open_are_opened_by_path(loaded, monkeypatch):
+    """The parent holds the first `HELD_FILES` files open for the tasks (`Task.fd`); the
+    others are opened by path, and read the same."""
+    monkeypatch.setattr(parallel, "HELD_FILES", 3)
+    plans = []
+    real = parallel._fork
+
+    def planned(pipeline, inputs, plan, *args):
+        plans.append({t.path: t.fd for ts in plan for t in ts})
+        return real(pipeline, inputs, plan, *args)
+
+    monkeypatch.setattr(parallel, "_fork", planned)
+    _same(loaded, LOGS, read_size=2048, jobs=(2,))
+    fds = plans[-1]
+    assert len(fds) == len(LOGS) and sum(fd is not None for fd in fds.values()) == 3
+
+
 def test_the_largest_logs_one_by_one_cut_small(loaded):
     for log in sorted(LOGS, key=lambda p: p.stat().st_size)[-12:]:
         _same(loaded, [log], read_size=256, jobs=(2,))

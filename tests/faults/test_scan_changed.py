@@ -133,14 +133,20 @@ def test_scan_command_says_a_truncated_log_was_not_read_whole(log, tmp_path, mon
 
 
 @pytest.mark.skipif(not parallel.available(), reason="no fork here")
+@pytest.mark.parametrize("held", [True, False])
 def test_scan_j2_of_a_log_renamed_away_and_made_anew_while_read(loaded, log, tmp_path,
-                                                                monkeypatch):
-    """Four tasks; as the third is opened (by a worker done with the first or the second, so
-    both hold the old file), logrotate's `create` happens: the log is renamed to `.1` and a
-    new one, another real log, takes its path. The third and fourth tasks find another file,
-    and so does the parent where it must read part of the second itself (where a traceback
-    straddles its start): the output is one process's of the log up to the byte the message
-    names — the first or the second half — nothing of the new file."""
+                                                                monkeypatch, held):
+    """Four tasks; as the third is opened (by a worker done with the first or the second),
+    logrotate's `create` happens: the log is renamed to `.1` and a new one, another real log,
+    takes its path.
+
+    Held open since the plan (`HELD_FILES`), the file is read whole, as one process reads
+    it, and nothing is said. Past `HELD_FILES` (0 here), the third and fourth tasks find
+    another file at the path, and so does the parent where it must read part of the second
+    itself (a traceback straddling its start): the output is one process's of the log up to
+    the byte the message names — the first or the second half — nothing of the new file."""
+    if not held:
+        monkeypatch.setattr(parallel, "HELD_FILES", 0)
     whole = log.read_bytes()
     read_size = 1024
     chunks = -(-len(whole) // read_size)
@@ -158,6 +164,13 @@ def test_scan_j2_of_a_log_renamed_away_and_made_anew_while_read(loaded, log, tmp
     monkeypatch.setattr(parallel, "_open", rotating_open)
     got, err = _scan(loaded, log, 2, split=lambda n, jobs: starts)
     assert rotated.exists()
+    if held:
+        original = tmp_path / "original.log"
+        original.write_bytes(whole)
+        alone, _ = _scan(loaded, original, 1)
+        assert [{**e, "source": str(original)} for e in got.events] == alone.events
+        assert got.lines == alone.lines and not err and not got.not_read
+        return
     assert err.count(REPLACED) == 1 and len(got.not_read) == 1, err
     stop = int(re.search(r"from byte ([\d,]+) on", err)[1].replace(",", ""))
     assert stop in (starts[1] * read_size, starts[2] * read_size)
