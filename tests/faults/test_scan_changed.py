@@ -197,3 +197,41 @@ def test_a_task_whose_path_holds_another_file_reads_none_of_it(loaded, log, tmp_
     done = parallel._run(task)
     assert done.steps == [] and done.states == [] and done.short
     assert done.damaged is not None and done.damaged.startswith(REPLACED)
+
+
+@pytest.mark.skipif(not parallel.available(), reason="no fork here")
+@pytest.mark.parametrize("compressed", [False, True])
+@pytest.mark.parametrize("held", [True, False])
+def test_rotated_between_the_plan_and_the_first_read(loaded, log, tmp_path, monkeypatch,
+                                                     compressed, held):
+    """logrotate renames the log away and makes a new one after `-j 2` planned its tasks and
+    before any is read — a plain log, or a gzip one (one task, read whole by a worker). Held
+    open, the file planned is the file read: one process's output of it, nothing said. Not
+    held, the first task finds another file: nothing of it is read, and it is said."""
+    import gzip
+
+    if compressed:
+        log = log.rename(log.with_name("server.log.2.gz"))
+        log.write_bytes(gzip.compress(log.read_bytes()))
+    original = tmp_path / ("original.gz" if compressed else "original.log")
+    shutil.copy(log, original)
+    if not held:
+        monkeypatch.setattr(parallel, "HELD_FILES", 0)
+    real = parallel._fork
+
+    def rotate_then_fork(pipeline, inputs, plan, *args):
+        log.rename(log.with_name(log.name + ".old"))
+        log.write_bytes((REPO / "examples" / "logs" / "int8-mamba-radix-cache.log")
+                        .read_bytes())
+        return real(pipeline, inputs, plan, *args)
+
+    monkeypatch.setattr(parallel, "_fork", rotate_then_fork)
+    got, err = _scan(loaded, log, 2)
+    assert log.with_name(log.name + ".old").exists()  # the workers read it: rotated
+    if held:
+        alone, _ = _scan(loaded, original, 1)
+        assert [{**e, "source": str(original)} for e in got.events] == alone.events
+        assert got.lines == alone.lines and not err
+    else:
+        assert got.events == [] and got.lines == 0
+        assert err.count(REPLACED) == 1 and "from byte 0 on" in err, err
