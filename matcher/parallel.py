@@ -279,7 +279,7 @@ def _run(task: Task) -> _Done:
 
 
 class _Replaced(Exception):
-    """A task's path holds another file than the one its tasks were cut from."""
+    """A task's path holds another file than the one its tasks were cut from, or none."""
 
 
 def _open(task: Task, read_size: int) -> io.BufferedReader | saved.Decompressed:
@@ -287,8 +287,13 @@ def _open(task: Task, read_size: int) -> io.BufferedReader | saved.Decompressed:
     end, and so does the parent of `-j N` for its first `HELD_FILES` (the task opens that
     descriptor anew: the same file, however it is named now, with an offset of its own).
     Past them the path is opened, and a file logrotate renamed away (`create`) and made anew
-    meanwhile would give the new one's bytes at the old one's offsets: `_Replaced` instead."""
-    f = saved.open_log(task.path if task.fd is None else f"{_FDS}/{task.fd}")
+    meanwhile would give the new one's bytes at the old one's offsets: `_Replaced` instead,
+    as for a file deleted meanwhile."""
+    try:
+        f = saved.open_log(task.path if task.fd is None else f"{_FDS}/{task.fd}")
+    except FileNotFoundError:
+        raise _Replaced(f"deleted while read: from byte {task.first * read_size:,} on it was "
+                        "not read") from None
     st = os.fstat(f.fileno())
     if task.file is not None and (st.st_dev, st.st_ino) != task.file:
         f.close()

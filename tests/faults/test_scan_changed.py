@@ -235,3 +235,20 @@ def test_rotated_between_the_plan_and_the_first_read(loaded, log, tmp_path, monk
     else:
         assert got.events == [] and got.lines == 0
         assert err.count(REPLACED) == 1 and "from byte 0 on" in err, err
+
+
+def test_a_task_whose_file_was_deleted_reads_none_of_it(loaded, log):
+    """Past the files held open, a file deleted before its task opens it: no record, no
+    crash, and why (the parent reads on with what came before)."""
+    from matcher.pipeline import Pipeline
+
+    catalog, engine = loaded
+    st = log.stat()
+    task = parallel.Task(str(log), str(log), 4, None, "plain", st.st_size, True,
+                         (st.st_dev, st.st_ino))
+    log.unlink()
+    parallel._shared.update(engine=engine, read_size=1024, index={},
+                            pipeline=Pipeline(engine, catalog_version=catalog.version))
+    done = parallel._run(task)
+    assert done.steps == [] and done.states == [] and done.short
+    assert done.damaged == "deleted while read: from byte 4,096 on it was not read"
