@@ -9,6 +9,7 @@ fixed time to decide an outcome: `poll` waits for a condition, with a deadline a
 from __future__ import annotations
 
 import json
+import random
 import socket
 import subprocess
 import time
@@ -57,7 +58,24 @@ def poll(what: str, probe: Callable[[], Any], deadline_s: float,
 
 
 def free_port() -> int:
-    with socket.socket() as s:
+    """A loopback port free now, for a daemon to listen on in a moment: taken at random below
+    the kernel's ephemeral range, which it hands out to any connection (and to a `bind` to
+    port 0) — a port from that range was taken by another test's connection between this
+    pick and the daemon's start ("Address already in use" in a CI run under load)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, max(10001, low))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # nothing free down there: the kernel's choice
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 

@@ -23,17 +23,12 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from prom_harness import free_port
 from watch_harness import DaemonProcess, wait_for
 
 from matcher.testing import SEQ_RECORD, line_for
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _watch(tmp: Path, args: list[str], env: dict[str, str], *, check: bool,
@@ -113,7 +108,7 @@ def test_check_rejects_what_watch_rejects(tmp_path, busy_port, name, flags, env,
 
 
 def test_check_accepts_a_good_config_and_releases_the_port(tmp_path):
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "server.log"
     log.touch()
     checked = _watch(tmp_path, ["--metrics-addr", f"127.0.0.1:{port}", str(log)], {},
@@ -155,7 +150,7 @@ def test_sighup_reloads_outputs_redaction_and_webhook_keeping_counts(tmp_path):
     log = tmp_path / "server.log"
     log.touch()
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    port_a, port_b = _free_port(), _free_port()
+    port_a, port_b = free_port(), free_port()
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     config = tmp_path / "matcher.toml"
