@@ -168,7 +168,7 @@ class Daemon:
                                     "meanwhile are matched again by the full catalog")
             self._next_progress = self.clock() + PROGRESS_EVERY
         topo.files.discover(self)  # files present now are "present at start"
-        self._save_start()
+        self.checkpoint(start=True)
         engine = topo.pipeline.engine
         self.log.info("started", paths=list(topo.config.paths),
                       state_dir=str(topo.config.state_dir),
@@ -416,30 +416,19 @@ class Daemon:
         for sink in topo.sinks:
             sink.emit(batch)
 
-    def _save_start(self) -> None:
-        """The positions reading starts from, saved before anything is read. Without them a
+    def checkpoint(self, *, final: bool = False, start: bool = False) -> None:
+        """The read positions saved. `start`: the ones reading starts from, before anything is
+        read (nothing to hold back then, even while the full catalog compiles). Without them a
         daemon killed before its first checkpoint — within `checkpoint_interval` of its start,
         or at any time while the full catalog compiles, when none is written — came back with
         no position for the files it had found, followed them from their end, and lost every
         line written between its two starts (a CI run under load: 2,473 of 4,000)."""
         topo = self.topo
-        moved = [source.save(topo.state, self, self.wall()) for source in topo.sources]
-        if not any(moved):  # (every source saves: not `any` of a generator)
-            return
-        try:
-            topo.store.save(topo.state)
-        except CheckpointError as e:
-            topo.telemetry.checkpoint_failed("write", detail=str(e), final=False)
-        else:
-            topo.files.saved()
-
-    def checkpoint(self, *, final: bool = False) -> None:
-        topo = self.topo
         wall = self.wall()
         for sink in topo.sinks:
             if sink.holds_checkpoint:
                 sink.flush()  # no position is saved ahead of the events of the lines before it
-        if self._replay is not None:
+        if self._replay is not None and not start:
             # The lines read while the full catalog compiles are not done with until it has
             # matched them: no position moves past them (a stop now reads them again).
             return

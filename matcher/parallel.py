@@ -58,7 +58,7 @@ import multiprocessing
 import os
 import signal
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -255,15 +255,7 @@ def _run(task: Task) -> _Done:
     except _Replaced as e:
         return _Done([], [], [], reader, str(e), short=True)
     with opened as f:
-        if start:
-            f.seek(start * read_size)
-        c = start
-        at = start * read_size
-        while task.stop is None or c < task.stop:
-            data = f.read(read_size)
-            if not data:
-                break
-            at += len(data)
+        for c, data in _reads(f, start, task.stop, read_size):
             before = _snapshot(front.stats)
             front.feed(Chunk(data, source, c * read_size + len(data)))
             records, front.taken = front.taken, []
@@ -271,11 +263,33 @@ def _run(task: Task) -> _Done:
                 steps.append(_step(front, records, index, _counts(before, front.stats, source)))
             states.append(state_of(reader) if kept_state(c + 1 - task.first) else None)
             linenos.append(reader[0].lineno)
-            c += 1
-        damaged = getattr(f, "damaged", None) or saved.shrank(f, at)
+        damaged, short = _ended(f, task, read_size)
     reader[2].redactor = None  # the parent's goes in
-    short = not states or (task.stop is not None and c < task.stop)
-    return _Done(steps, states, linenos, reader, damaged, short)
+    return _Done(steps, states, linenos, reader, damaged, short or not states)
+
+
+def _reads(f: io.BufferedReader | saved.Decompressed, first: int, stop: int | None,
+           read_size: int) -> Iterator[tuple[int, bytes]]:
+    """Reads `first` up to `stop` (None: to the end) of a task's file, with their numbers:
+    the very chunks `scan -j 1` reads there."""
+    if first:
+        f.seek(first * read_size)
+    c = first
+    while stop is None or c < stop:
+        data = f.read(read_size)
+        if not data:
+            return
+        yield c, data
+        c += 1
+
+
+def _ended(f: io.BufferedReader | saved.Decompressed, task: Task,
+           read_size: int) -> tuple[str | None, bool]:
+    """Once a task's reads are done: what was damaged (compressed data) or truncated
+    (`saved.shrank`), or None; and whether the file ended before the task's last read."""
+    at = f.tell()
+    why: str | None = getattr(f, "damaged", None) or saved.shrank(f, at)
+    return why, task.stop is not None and at < task.stop * read_size
 
 
 class _Replaced(Exception):
@@ -513,23 +527,21 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
             task = next(queue)
             more: list[Event] = []
             why: str | None = None
-            was_cut = cut
-            try:
-                if cut:
-                    pass  # what a task read after the cut is not what one process reads now
-                elif result is None:  # the workers are gone: the parent reads it
-                    more, true, why, cut = _read_here(pipeline, task, true, read_size)
-                elif not result.states:  # the file ended, or was replaced, before its first read
-                    why, cut = result.damaged, True
-                else:
-                    more, true = _take(pipeline, task, result, true, records, read_size)
-                    why, cut = result.damaged, result.short
-            except _Replaced as e:
-                why, cut = str(e), True
-            if cut and not was_cut and why is None and task is not own[-1]:
-                # (shorter than when its tasks were cut: said once, at the task that ended)
-                why = saved.truncated(f"{sum(t.disk_bytes for t in own):,} bytes when the "
-                                      "scan began", _size(path))
+            if not cut:  # (after a cut, what a task read is not what one process reads now)
+                try:
+                    if result is None:  # the workers are gone: the parent reads it
+                        more, true, why, cut = _read_here(pipeline, task, true, read_size)
+                    elif not result.states:  # the file ended, or was replaced, before it
+                        why, cut = result.damaged, True
+                    else:
+                        more, true = _take(pipeline, task, result, true, records, read_size)
+                        why, cut = result.damaged, result.short
+                except _Replaced as e:
+                    why, cut = str(e), True
+                if cut and why is None and task is not own[-1]:
+                    # shorter than when its tasks were cut: said once, at the task that ended
+                    why = saved.truncated(f"{sum(t.disk_bytes for t in own):,} bytes when the "
+                                          "scan began", _size(path))
             dicts.add(more)
             progress(task.disk_bytes, events=len(more), files=int(task.last))
             if why is not None:
@@ -732,20 +744,11 @@ def _read_here(pipeline: Pipeline, task: Task, true: Reader | None,
         pipeline.set_reader(source, *true)
     events: list[Event] = []
     with _open(task, read_size) as f:  # (`_Replaced`: to the caller)
-        if task.first:
-            f.seek(task.first * read_size)
-        c = task.first
-        at = task.first * read_size
-        while task.stop is None or c < task.stop:
-            data = f.read(read_size)
-            if not data:
-                break
-            at += len(data)
-            events += pipeline.feed(Chunk(data, source, at))
-            c += 1
-        damaged: str | None = getattr(f, "damaged", None) or saved.shrank(f, at)
-    last["reads_here"] += c - task.first
-    return events, pipeline.reader(source), damaged, task.stop is not None and c < task.stop
+        for c, data in _reads(f, task.first, task.stop, read_size):
+            events += pipeline.feed(Chunk(data, source, c * read_size + len(data)))
+            last["reads_here"] += 1
+        damaged, short = _ended(f, task, read_size)
+    return events, pipeline.reader(source), damaged, short
 
 
 def _add_counts(stats: PipelineStats, source: str, d: dict[str, Any]) -> None:
