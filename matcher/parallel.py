@@ -64,6 +64,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from matcher import limits
 from matcher.catalog.schema import CatalogRecord
 from matcher.decode import LineDecoder, LineSplitter
 from matcher.engine import Engine
@@ -74,6 +75,10 @@ from matcher.sinks.events import event_dict
 from matcher.source import saved
 from matcher.types import Chunk, Event, Match, Record
 
+# Descriptors left free besides the held files: stdio, the executor's pipes (three, and a
+# sentinel per worker: `_holdable` adds two a worker), the file a task or the parent opens, a
+# redirected output, and what the interpreter itself holds now (counted at the plan).
+OWN_DESCRIPTORS = 32
 # A split file's tasks hold at least this many reads each (and read one more to warm up).
 MIN_TASK_CHUNKS = 4
 # Fewer reads than this in all (64 MiB at scan's read size) are read by one process: each
@@ -89,7 +94,7 @@ DICT_BATCH = 256
 # Files held open from the plan to the scan's end, so that every task reads the file it was
 # cut from even once logrotate renamed it away (`Task.fd`); past them, a task opens its path
 # and checks it is still that file (`_open`). Well below the usual 1,024 descriptors.
-HELD_FILES = 256
+HELD_FILES = 256  # (at most: fewer where the descriptor limit is low, `_holdable`)
 _FDS = "/proc/self/fd"  # a held file opened anew: its own offset, however it is named now
 # Tasks per worker for a file that is cut: enough to even out the load, few enough that the
 # warm-up read of each costs little.
@@ -379,8 +384,8 @@ def worth_it(paths: Sequence[str], read_size: int) -> bool:
     its size."""
     total = 0
     for path in paths:
-        if path == "-":
-            continue
+        if path == "-" or not _regular(path):
+            continue  # (read by the parent, `read_alone`)
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
@@ -389,6 +394,33 @@ def worth_it(paths: Sequence[str], read_size: int) -> bool:
         except (OSError, saved.NotReadable):
             return available()  # the scan says what is wrong with it, as with one process
     return available() and total >= MIN_PARALLEL_READS * read_size
+
+
+def _regular(path: str) -> bool:
+    """Whether `path` is a regular file (or names none: opening it says what is wrong).
+
+    Anything else is read once, by the parent, as one process reads it, and never opened
+    before that: opening a named pipe waits for a writer, and reading one takes what it
+    reads from the scan (`<(kubectl logs …)` is a pipe too)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True
+
+
+def _holdable(jobs: int) -> int:
+    """How many files the plan may hold open: `HELD_FILES`, or fewer where the descriptor
+    limit is low (`ulimit -n 64`: holding 256 made the scan fail "Too many open files"). The
+    soft limit is raised to the hard one first (`limits.raise_nofile_limit`); what is open now
+    and `OWN_DESCRIPTORS` are kept free. Files past them are opened by path (`_open`)."""
+    if not os.path.isdir(_FDS):
+        return 0
+    limits.raise_nofile_limit()
+    try:
+        open_now = len(os.listdir(_FDS))
+    except OSError:
+        return 0
+    return min(HELD_FILES, limits.fd_budget(OWN_DESCRIPTORS + 2 * jobs + open_now))
 
 
 def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, read_size: int,
@@ -428,16 +460,14 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
 def _plan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], jobs: int, read_size: int,
           split: Splitter, plan: list[list[Task]], held: list[io.BufferedReader]) -> None:
     """Each input's tasks into `plan`; the first `HELD_FILES` files kept open in `held`."""
+    holdable = _holdable(jobs)
     for path, source in inputs:
         plan.append([])
-        if path == "-":
+        if path == "-" or not _regular(path):
             continue
         f = open(path, "rb")  # noqa: SIM115 - kept open (`held`) or closed below
         try:
             st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                f.close()
-                continue
             head = f.peek(saved.HEAD_BYTES)[:saved.HEAD_BYTES]
             compressed = saved.compression(head, path) is not None
             chunks = -(-st.st_size // read_size)
@@ -451,7 +481,7 @@ def _plan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], jobs: int, read
             f.close()
             raise
         fd: int | None = None
-        if len(held) < HELD_FILES and os.path.isdir(_FDS):
+        if len(held) < holdable:
             held.append(f)
             fd = f.fileno()
         else:

@@ -1,4 +1,5 @@
-"""Shared helpers: frame text the way the daemon does, and find fixtures."""
+"""Shared helpers: frame text the way the daemon does, find fixtures, and the full catalog with
+its engine and every real log of the repository for the scan tests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ __all__ = ["FIXTURES", "REPO", "frame", "require_tool"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
+# Every real log of the repository: the field excerpts and launches, and the examples.
+REAL_LOGS = sorted([*FIXTURES.rglob("*.log"), *(REPO / "examples" / "logs").glob("*.log")])
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -49,3 +52,22 @@ def cache_dir(tmp_path):
 @pytest.fixture
 def frame():
     return frame_text
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """The full built-in catalog and its engine, made once a module: (catalog, engine)."""
+    from matcher.catalog import load_catalog
+    from matcher.engine import Engine
+
+    catalog = load_catalog()
+    return catalog, Engine(catalog.records)
+
+
+@pytest.fixture(scope="module")
+def concatenated(tmp_path_factory):
+    """Every real log of the repository in one file, each ending its last line: cuts of a
+    parallel scan fall inside tracebacks, multi-rank failures and repeats."""
+    path = tmp_path_factory.mktemp("logs") / "all.log"
+    path.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in REAL_LOGS))
+    return path

@@ -17,9 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matcher import parallel
-from matcher.catalog import load_catalog
 from matcher.cli import cmd_scan
-from matcher.engine import Engine
 from matcher.release import AUTO
 from matcher.report import exit_code
 from matcher.scan import json_line, scan_events
@@ -29,12 +27,6 @@ LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
                *(REPO / "examples" / "logs").glob("*.log")])
 
 pytestmark = pytest.mark.skipif(not parallel.available(), reason="no fork here")
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    catalog = load_catalog()
-    return catalog, Engine(catalog.records)
 
 
 def _scan(loaded, inputs, jobs, *, read_size, version=AUTO, input_format="auto", split=None):
@@ -53,13 +45,6 @@ def _same(loaded, inputs, *, read_size, jobs=(2, 3), **kw):
         assert _scan(loaded, inputs, j, read_size=read_size, **kw) == one, f"-j {j}"
         assert parallel.last, f"-j {j}: read by one process (too small to be worth workers)"
     return one
-
-
-@pytest.fixture(scope="module")
-def concatenated(tmp_path_factory):
-    path = tmp_path_factory.mktemp("logs") / "all.log"
-    path.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in LOGS))
-    return path
 
 
 def test_there_are_logs():

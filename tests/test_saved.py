@@ -21,8 +21,6 @@ import pytest
 from debian import require_tool
 
 from matcher import parallel
-from matcher.catalog import load_catalog
-from matcher.engine import Engine
 from matcher.scan import scan_events
 from matcher.source import saved
 
@@ -114,12 +112,6 @@ def test_rotations_sort_oldest_first_whatever_wrote_them():
 
 
 # -- compressed files ---------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def loaded():
-    catalog = load_catalog()
-    return catalog, Engine(catalog.records)
-
 
 @pytest.mark.parametrize("tool,package,suffix", [("gzip", "gzip", ".gz"),
                                                  ("bzip2", "bzip2", ".bz2"),

@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 
 from matcher import parallel
-from matcher.catalog import load_catalog
-from matcher.engine import Engine
 from matcher.scan import scan_events
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,12 +26,6 @@ LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
                *(REPO / "examples" / "logs").glob("*.log")])
 SAID = "truncated while read (logrotate's copytruncate?)"
 REPLACED = "replaced while read (renamed away by logrotate's `create`?)"
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    catalog = load_catalog()
-    return catalog, Engine(catalog.records)
 
 
 @pytest.fixture

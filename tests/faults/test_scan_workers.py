@@ -16,29 +16,12 @@ from pathlib import Path
 import pytest
 
 from matcher import parallel
-from matcher.catalog import load_catalog
-from matcher.engine import Engine
 from matcher.scan import scan_events
 
 REPO = Path(__file__).resolve().parents[2]
-LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
-               *(REPO / "examples" / "logs").glob("*.log")])
 SAID = "a worker process ended abruptly"
 
 pytestmark = pytest.mark.skipif(not parallel.available(), reason="no fork here")
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    catalog = load_catalog()
-    return catalog, Engine(catalog.records)
-
-
-@pytest.fixture(scope="module")
-def concatenated(tmp_path_factory):
-    path = tmp_path_factory.mktemp("logs") / "all.log"
-    path.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in LOGS))
-    return path
 
 
 def _scan(loaded, path, jobs):
