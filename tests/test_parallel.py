@@ -287,6 +287,30 @@ def test_a_reading_state_moves_every_line_number(loaded, tmp_path):
     assert parallel.state_of(reader) == state
 
 
+def test_a_reading_state_holds_a_long_line_by_its_digest(loaded):
+    """A worker keeps some twenty reading states a task; through a line longer than
+    `max_line_bytes` each held the MiB of it that is kept, and `scan -j 2` of a 147 MB log
+    with a 100 MB line peaked at 303 MB (one process: 98 MB). The line being read is in the
+    state by its digest: the state stays small, and one byte of difference still tells two
+    states apart."""
+    import pickle
+
+    from matcher.pipeline import Pipeline
+    from matcher.types import Chunk
+
+    catalog, engine = loaded
+    states = []
+    for one in (b"x", b"y"):  # a byte half a MiB in: within what is kept
+        pipeline = Pipeline(engine, catalog_version=catalog.version, input_format="plain")
+        long = b"[2026-01-01 00:00:00 TP0] " + b"x" * 500_000 + one + b"x" * 2_500_000
+        pipeline.feed(Chunk(long, "a.log", len(long)))
+        reader = pipeline.reader("a.log")
+        assert len(reader[0]._pending) > 1_000_000 - 1  # held: the line has not ended
+        states.append(parallel.state_of(reader))
+    assert len(pickle.dumps(states[0])) < 20_000
+    assert states[0] != states[1]
+
+
 def test_events_go_to_the_workers_in_batches_and_the_last_in_one_per_worker():
     """Batches of `DICT_BATCH` as events arrive (a task's 750 do not wait as one), and what is
     left at the end split evenly, one batch per worker, so that the workers end together."""
