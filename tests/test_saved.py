@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from debian import require_tool
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from matcher import parallel
 from matcher.scan import scan_events
@@ -228,6 +230,35 @@ def test_a_directory_read_like_a_node_skips_binaries_and_reads_each_file_once(tm
     assert "in " + str(node) + " (2 files, " in text.stdout.splitlines()[0]
     named = cli("scan", str(node / "core.1234"))  # given by name: read, and nothing found
     assert named.returncode == 0 and "No sglang errors found." in named.stdout
+
+
+def _odd_by_character(sample: bytes) -> bool:
+    """The definition `looks_binary` counts faster: over a tenth of the decoded characters
+    replacement characters, DEL, or C0 controls a log does not use."""
+    text = sample.decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or c == "\x7f"
+              or (c < " " and c not in "\t\n\r\f\b\x1b"))
+    return odd * 10 > len(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"\x00", b"\x01", b"\x1b[31m", b"\x7f", b"\xff", b"\xe2\x82",
+                                 b"\xe2\x82\xac", b"\xef\xbf\xbd", b"\t", b"\n", b"abc ",
+                                 "é".encode(), b"\xc3", b"\x80"]), max_size=300),
+       st.binary(max_size=200))
+def test_looks_binary_counts_what_the_characters_say(pieces, noise):
+    """Counted on the bytes, the verdict is the one counting the decoded characters gives,
+    for samples near the one-in-ten line: controls beside broken UTF-8 sequences, a real €,
+    a literal U+FFFD, random bytes."""
+    sample = b"".join(pieces) + noise
+    assert saved.looks_binary(sample) == _odd_by_character(sample)
+
+
+def test_looks_binary_on_real_files():
+    for log in sorted(ISSUES.glob("*.log"))[:20]:
+        assert not saved.looks_binary(log.read_bytes()[:saved.SAMPLE_BYTES])
+    elf = Path(sys.executable).resolve().read_bytes()[:saved.SAMPLE_BYTES]
+    assert saved.looks_binary(elf)
 
 
 def test_an_empty_directory_is_an_error(tmp_path):

@@ -179,10 +179,22 @@ def _not_text(path: str) -> str | None:
             sample = _sample(f)
     except NotReadable as e:
         return str(e).removeprefix(f"{path}: ")
+    return "binary; give it by name to read it anyway" if looks_binary(sample) else None
+
+
+# Characters a text log does not hold: the C0 controls but tab, newline, CR, form feed,
+# backspace and ESC (colours), and DEL; with U+FFFD, what invalid UTF-8 decodes to.
+_ODD_BYTES = bytes(b for b in range(0x20) if chr(b) not in "\t\n\r\f\b\x1b") + b"\x7f"
+
+
+def looks_binary(sample: bytes) -> bool:
+    """Whether over a tenth of `sample`'s characters (decoded as UTF-8, invalid bytes replaced)
+    are not text. Counted at C speed: a byte below 0x80 decodes to itself whatever surrounds
+    it, so the controls are counted on the bytes (a loop over the characters took a
+    millisecond a file: 11 of 12 s of `scan` of a directory of 10,000 logs)."""
     text = sample.decode("utf-8", "replace")
-    odd = sum(1 for c in text if c == "\ufffd" or c == "\x7f"
-              or (c < " " and c not in "\t\n\r\f\b\x1b"))
-    return "binary; give it by name to read it anyway" if odd * 10 > len(text) else None
+    odd = text.count("\ufffd") + len(sample) - len(sample.translate(None, _ODD_BYTES))
+    return odd * 10 > len(text)
 
 
 def _sample(f: io.BufferedReader | Decompressed) -> bytes:
