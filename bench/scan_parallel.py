@@ -5,7 +5,9 @@ a warm-up of each, whole command wall time, start-up included; also the start-up
 of an empty file), to give the ratios net of it. Two logs of the same generator: the bench log
 (`--lines`, 1M lines, 168 MB) and the catch-up backlog's size (`--big-lines`, 6M lines, 1 GB),
 where the start-up weighs a sixth as much; and the bench log as a node keeps it, a directory of
-`--rotations` rotations, all but the newest two gzip-compressed (`scan DIR`). Outputs of -j 1
+`--rotations` rotations, all but the newest two gzip-compressed (`scan DIR`), and as a node's many
+small logs, a directory of `--small-files` files (`scan DIR`: each file is one read or less, and
+the workers get them in batches). Outputs of -j 1
 and -j 2 are compared, and the machine's load average is recorded at start and end: the
 machine is shared. Each speed-up is given twice: the ratio of the medians, and the median of
 the rounds' own ratios (-j 1 and -j 2 ran seconds apart in a round, so a slow minute weighs on
@@ -72,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the bench log cut into this many rotations, all but the newest two "
                          "gzip-compressed as logrotate leaves them, scanned as a directory "
                          "(0: not)")
+    ap.add_argument("--small-files", type=int, default=5000,
+                    help="the bench log cut into this many files of a directory; 0: none")
     ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-bench"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scan_parallel.json")
     args = ap.parse_args(argv)
@@ -107,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     if rotated is not None:
         commands.update({"scan -j 1 (rotations)": [*SCAN, "-j", "1", str(rotated)],
                          "scan -j 2 (rotations)": [*SCAN, "-j", "2", str(rotated)]})
+    small_dir = many_files(logs[""][0], args.small_files) if args.small_files else None
+    if small_dir is not None:
+        commands.update({"scan -j 1 (small files)": [*SCAN, "-j", "1", str(small_dir)],
+                         "scan -j 2 (small files)": [*SCAN, "-j", "2", str(small_dir)]})
     started = load()
     runs: dict[str, list[float]] = {name: [] for name in commands}
     cpus: dict[str, list[float]] = {name: [] for name in commands}
@@ -128,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     med_cpu = {n: statistics.median(r) for n, r in cpus.items()}
     same = all(outputs[f"scan -j 1{tag}"] == outputs[f"scan -j 2{tag}"]
                and outputs[f"scan curated -j 1{tag}"] == outputs[f"scan curated -j 2{tag}"]
-               for tag in logs) and (rotated is None or outputs["scan -j 1 (rotations)"]
-                                     == outputs["scan -j 2 (rotations)"])
+               for tag in logs) and all(outputs[f"scan -j 1 ({kind})"]
+                                        == outputs[f"scan -j 2 ({kind})"]
+                                        for kind, made in (("rotations", rotated),
+                                                           ("small files", small_dir)) if made)
     start = med["start-up (scan -j 1 of an empty file)"]
     start_curated = med["start-up curated"]
     per_line_grep_full = statistics.median(grep_full) / small_truth["lines"]
@@ -157,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
             med["scan -j 1 (rotations)"] / med["scan -j 2 (rotations)"]
         ratios["the same, median of the rounds' ratios (rotations)"] = \
             paired(runs["scan -j 1 (rotations)"], runs["scan -j 2 (rotations)"])
+    if small_dir is not None:
+        ratios[f"scan -j 2 ÷ scan -j 1, a directory of {args.small_files:,} small files"] = \
+            med["scan -j 1 (small files)"] / med["scan -j 2 (small files)"]
+        ratios["the same, median of the rounds' ratios (small files)"] = \
+            paired(runs["scan -j 1 (small files)"], runs["scan -j 2 (small files)"])
     result: dict[str, Any] = {
         "logs": {tag or "bench": {"lines": t["lines"], "bytes": t["bytes"]}
                  for tag, t in truths.items()},
@@ -208,6 +223,23 @@ def rotations(log: Path, n: int) -> Path:
             (out / f"server.log.{generation}.gz").write_bytes(gzip.compress(part, 6))
         else:
             (out / ("server.log" if generation == 0 else "server.log.1")).write_bytes(part)
+    return out
+
+
+def many_files(log: Path, n: int) -> Path:
+    """`log` cut at line ends into `n` files of one directory, as a node keeps the logs of many
+    short-lived pods; made once per log and count."""
+    out = log.with_name(f"{log.stem}-files-{n}")
+    last = out / f"pod-{n - 1:06d}.log"
+    if last.exists():
+        return out
+    out.mkdir(exist_ok=True)
+    data = log.read_bytes()
+    start = 0
+    for i in range(n):
+        end = len(data) if i == n - 1 else data.index(b"\n", len(data) * (i + 1) // n) + 1
+        (out / f"pod-{i:06d}.log").write_bytes(data[start:end])
+        start = end
     return out
 
 

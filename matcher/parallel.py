@@ -97,6 +97,12 @@ DICT_BATCH = 256
 # and checks it is still that file (`_open`). Well below the usual 1,024 descriptors.
 HELD_FILES = 256  # (at most: fewer where the descriptor limit is low, `_holdable`)
 _FDS = "/proc/self/fd"  # a held file opened anew: its own offset, however it is named now
+# Files of one read or less are handed to the workers this many reads' worth at a time (at most
+# `BATCH_FILES` of them): one at a time, the executor's round trip and the parent's share
+# cost more than the reading, and `scan -j 2` of a directory of 10,000 such logs took twice as
+# long as `-j 1`.
+BATCH_READS = 4
+BATCH_FILES = 256
 # Tasks per worker for a file that is cut: enough to even out the load, few enough that the
 # warm-up read of each costs little.
 TASKS_PER_JOB = 4
@@ -165,6 +171,11 @@ class _Done:
     damaged: str | None = None  # compressed data that ended early or was damaged, or a file
     # truncated while read (`saved.shrank`): what and where
     short: bool = False  # the file ended before the task's last read: it shrank while read
+    # A file's last task: what ending it makes (`Pipeline.end_of_source`: the last line if it
+    # has no newline, the traceback still open), `end` left with nothing to end. The parent's
+    # own end of the file then finds nothing: matching those last records there was a third
+    # of its work over a directory of small logs.
+    ending: _Step | None = None
 
 
 def state_of(reader: Reader) -> object:
@@ -223,9 +234,10 @@ class _Front(Pipeline):
 
 # Set in the parent before the workers are forked; they inherit it.
 _shared: dict[str, Any] = {}
-# What the last parallel scan did: tasks, reads whose records came from a worker, reads the
-# parent made again because the worker's state was not the true one there, and reads the
-# parent made in a worker's stead, the workers gone.
+# What the last parallel scan did: tasks, the batches they were handed out in (`batches`),
+# reads whose records came from a worker, reads the parent made again because the worker's
+# state was not the true one there, and reads the parent made in a worker's stead, the
+# workers gone.
 last: dict[str, int] = {}
 
 
@@ -272,11 +284,24 @@ def _run(task: Task) -> _Done:
             records, front.taken = front.taken, []
             if c >= task.first:
                 steps.append(_step(front, records, index, _counts(before, front.stats, source)))
-            states.append(state_of(reader) if kept_state(c + 1 - task.first) else None)
+            # (A file's first task needs none: the parent's state there is a fresh one too.)
+            states.append(state_of(reader) if task.first and kept_state(c + 1 - task.first)
+                          else None)
             linenos.append(reader[0].lineno)
         damaged, short = _ended(f, task, read_size)
+    ending: _Step | None = None
+    if task.stop is None and states:
+        before = _snapshot(front.stats)
+        front.end_of_source(source)  # (the objects in `reader` are left ended)
+        records, front.taken = front.taken, []
+        ending = _step(front, records, index, _counts(before, front.stats, source))
     reader[2].redactor = None  # the parent's goes in
-    return _Done(steps, states, linenos, reader, damaged, short or not states)
+    return _Done(steps, states, linenos, reader, damaged, short or not states, ending)
+
+
+def _run_batch(tasks: list[Task]) -> list[_Done]:
+    """Several small files' tasks in one round trip (`batches`)."""
+    return [_run(task) for task in tasks]
 
 
 def _reads(f: io.BufferedReader | saved.Decompressed, first: int, stop: int | None,
@@ -378,6 +403,27 @@ def _dicts(events: list[Event]) -> list[Any]:
 
 
 # -- the parent -------------------------------------------------------------------------------
+
+def batches(tasks: Sequence[Task], read_size: int) -> list[list[Task]]:
+    """The tasks as the workers get them, in order: each alone, but for files of one read or
+    less (a whole file's only task), which go together up to `BATCH_READS` reads' worth and
+    `BATCH_FILES` files."""
+    out: list[list[Task]] = []
+    size = 0
+    for task in tasks:
+        if _small(task, read_size) and out and len(out[-1]) < BATCH_FILES and size + task.disk_bytes \
+                <= BATCH_READS * read_size and _small(out[-1][-1], read_size):
+            out[-1].append(task)
+            size += task.disk_bytes
+        else:
+            out.append([task])
+            size = task.disk_bytes
+    return out
+
+
+def _small(task: Task, read_size: int) -> bool:
+    return task.first == 0 and task.stop is None and task.disk_bytes <= read_size
+
 
 def available() -> bool:
     """Whether workers can be forked here (they must inherit the loaded engine)."""
@@ -548,8 +594,10 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
     the parent, and the event dicts in `order`."""
     tasks = [t for ts in plan for t in ts]
     last.clear()
-    last.update(tasks=len(tasks), reads_from_workers=0, reads_again=0, reads_here=0)
-    done = _Window(workers, tasks, ahead=jobs + 1)
+    handed = batches(tasks, read_size)
+    last.update(tasks=len(tasks), batches=len(handed), reads_from_workers=0, reads_again=0,
+                reads_here=0)
+    done = _Window(workers, handed, ahead=jobs + 1)
     dicts = _Dicts(workers, jobs)
     queue = iter(tasks)
     for (path, source), own in zip(inputs, plan, strict=True):
@@ -663,27 +711,39 @@ class _Workers:
 
 
 class _Window:
-    """The tasks' results in order, with `ahead` of them handed to the workers at a time: the
-    event batches `_Dicts` hands on queue between tasks, not behind all of them, so that the
-    last events are all that is left to make into dicts when the last task is read."""
+    """The tasks' results in order, with `ahead` batches of them (`batches`) handed to the
+    workers at a time: the event batches `_Dicts` hands on queue between tasks, not behind all
+    of them, so that the last events are all that is left to make into dicts when the last
+    task is read."""
 
-    def __init__(self, workers: _Workers, tasks: Sequence[Task], *, ahead: int) -> None:
+    def __init__(self, workers: _Workers, batches: Sequence[list[Task]], *, ahead: int) -> None:
         self._workers = workers
-        self._tasks = iter(tasks)
-        self._sent: collections.deque[Future[Any] | None] = collections.deque()
+        self._batches = iter(batches)
+        self._sent: collections.deque[tuple[int, Future[Any] | None]] = collections.deque()
+        self._ready: collections.deque[_Done | None] = collections.deque()
         for _ in range(ahead):
             self._send()
 
     def _send(self) -> None:
-        task = next(self._tasks, None)
-        if task is not None:
-            self._sent.append(self._workers.submit(_run, task))
+        batch = next(self._batches, None)
+        if batch is None:
+            return
+        if len(batch) == 1:
+            self._sent.append((1, self._workers.submit(_run, batch[0])))
+        else:
+            self._sent.append((len(batch), self._workers.submit(_run_batch, batch)))
 
     def next(self) -> _Done | None:
         """The next task's result; None when the workers are gone (the parent reads it)."""
-        result: _Done | None = self._workers.result(self._sent.popleft())
-        self._send()
-        return result
+        if not self._ready:
+            n, future = self._sent.popleft()
+            result = self._workers.result(future)
+            if n == 1:
+                self._ready.append(result)
+            else:
+                self._ready.extend(result if result is not None else [None] * n)
+            self._send()
+        return self._ready.popleft()
 
 
 class _Dicts:
@@ -754,7 +814,8 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
     last["reads_again"] += k
     last["reads_from_workers"] += len(result.steps) - k
     shift = line - result.linenos[k]
-    for step in result.steps[k:]:
+    more = result.steps[k:] if result.ending is None else [*result.steps[k:], result.ending]
+    for step in more:
         _add_counts(pipeline.stats, source, step.counts)
         if shift:
             for r in step.records:

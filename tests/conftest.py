@@ -64,6 +64,12 @@ def loaded():
     return catalog, Engine(catalog.records)
 
 
+@pytest.fixture
+def real_logs():
+    """Every real log of the repository (`REAL_LOGS`)."""
+    return REAL_LOGS
+
+
 @pytest.fixture(scope="module")
 def concatenated(tmp_path_factory):
     """Every real log of the repository in one file, each ending its last line: cuts of a

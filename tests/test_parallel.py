@@ -54,6 +54,30 @@ def test_there_are_logs():
 def test_every_log_as_many_files(loaded):
     dicts, lines, _ = _same(loaded, LOGS, read_size=2048)
     assert len(dicts) > 100 and lines > 5_000
+    assert parallel.last["batches"] < parallel.last["tasks"]  # small files went together
+
+
+def test_small_files_are_handed_out_together_and_cut_ones_alone(monkeypatch):
+    """Whole files of one read or less go to a worker together, up to `BATCH_READS` reads'
+    worth and `BATCH_FILES` files; a task of a cut file, or of a larger file, goes alone and
+    ends a batch: the order is the plan's."""
+    def task(name, size, first=0, stop=None):
+        return parallel.Task(name, name, first, stop, "plain", size)
+
+    monkeypatch.setattr(parallel, "BATCH_READS", 4)
+    rs = 1000
+    tiny = [task(f"t{i}", 1) for i in range(parallel.BATCH_FILES + 5)]
+    big = [task("big", 50 * rs, 0, 10), task("big", 40 * rs, 10, None)]
+    plan = [task("a", 900), task("b", 900), *big, task("c", 1000), task("d", 1001),
+            *[task(f"e{i}", 700) for i in range(7)], *tiny]
+    got = parallel.batches(plan, rs)
+    assert [t for b in got for t in b] == plan
+    sizes = [[t.path for t in b] for b in got]
+    assert sizes[:5] == [["a", "b"], ["big"], ["big"], ["c"], ["d"]]
+    assert sizes[5] == [f"e{i}" for i in range(5)]  # 3,500 bytes: a sixth would pass 4,000
+    # then by count: e5, e6 and the first 254 one-byte files make `BATCH_FILES`
+    assert sizes[6] == ["e5", "e6", *(f"t{i}" for i in range(parallel.BATCH_FILES - 2))]
+    assert sizes[7:] == [[f"t{i}" for i in range(parallel.BATCH_FILES - 2, len(tiny))]]
 
 
 def test_files_past_the_ones_held_open_are_opened_by_path(loaded, monkeypatch):

@@ -24,21 +24,26 @@ SAID = "a worker process ended abruptly"
 pytestmark = pytest.mark.skipif(not parallel.available(), reason="no fork here")
 
 
-def _scan(loaded, path, jobs):
+def _scan(loaded, paths, jobs):
     catalog, engine = loaded
     err = io.StringIO()
-    scanned = scan_events([str(path)], catalog, engine=engine, jobs=jobs, read_size=1024,
-                          err=err)
+    scanned = scan_events([str(p) for p in paths], catalog, engine=engine, jobs=jobs,
+                          read_size=1024, err=err)
     return scanned.events, scanned.lines, err.getvalue()
 
 
-@pytest.mark.parametrize("dies_in", ["_run", "_dicts"])
+@pytest.mark.parametrize("dies_in,inputs", [("_run", "one log"), ("_dicts", "one log"),
+                                            ("_run", "small logs")])
 def test_a_worker_killed_in_a_task_leaves_the_rest_to_the_parent(loaded, concatenated,
-                                                                 monkeypatch, dies_in):
+                                                                 real_logs, monkeypatch,
+                                                                 dies_in, inputs):
     """A worker SIGKILLs itself in its second reading task, or in the first batch of events
     it makes into dicts: every task and batch not done then is the parent's (which makes
-    dicts with the same function, so only a worker dies of it)."""
-    events, lines, err = _scan(loaded, concatenated, 1)
+    dicts with the same function, so only a worker dies of it). With every real log as a file
+    of its own, most of one read or less, the task it dies in is part of a batch of them
+    (`parallel.batches`): the whole batch is the parent's."""
+    paths = [concatenated] if inputs == "one log" else real_logs
+    events, lines, err = _scan(loaded, paths, 1)
     assert events and not err
     real = getattr(parallel, dies_in)
     calls = parallel.__dict__.setdefault("_test_calls", [0])  # counted in each worker
@@ -61,7 +66,7 @@ def test_a_worker_killed_in_a_task_leaves_the_rest_to_the_parent(loaded, concate
     before = signal.signal(signal.SIGALRM, hung)
     signal.alarm(120)
     try:
-        got_events, got_lines, got_err = _scan(loaded, concatenated, 2)
+        got_events, got_lines, got_err = _scan(loaded, paths, 2)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, before)
@@ -70,6 +75,8 @@ def test_a_worker_killed_in_a_task_leaves_the_rest_to_the_parent(loaded, concate
     assert got_err.count(SAID) == 1, got_err
     if dies_in == "_run":
         assert parallel.last["reads_here"] > 0, parallel.last
+    if inputs == "small logs":
+        assert parallel.last["batches"] < parallel.last["tasks"], parallel.last
 
 
 def _children(pid: int) -> list[int]:
