@@ -14,6 +14,12 @@ the rounds' own ratios (-j 1 and -j 2 ran seconds apart in a round, so a slow mi
 both sides of one ratio); and the CPU time each command took, workers included, gives what
 -j 2 costs in all beside -j 1 — the part of the speed-up two cores cannot give back.
 
+The ceiling: each log is also cut in two at the line end nearest its middle, and the halves are
+scanned by two independent `scan -j 1` started together. That is the ideal split — nothing
+shared, nothing sent between processes, even the start-up on both cores at once — so `-j 1`
+÷ that time is the most two cores of this machine give this work, whatever the code; `-j 2`
+÷ it says how close `-j 2` comes (two busy cores of a shared VM each run slower than one).
+
 grep with the full catalog takes minutes per million lines: it reads a smaller log of the
 same generator (`--grep-full-lines`), once by default, and is compared per line.
 
@@ -43,18 +49,26 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+Command = list[str] | tuple[list[str], ...]  # one command, or several run at once
+
+
+def timed(cmd: Command, env: dict[str, str]) -> tuple[float, float, str]:
     """Wall time, CPU time (user + system, of the command and every process it waited for:
-    `scan -j N`'s workers) and stdout of one run."""
+    `scan -j N`'s workers) and stdout of one run; of several commands started together, the
+    time until the last ends, their CPU time in all, and their outputs one after another."""
+    cmds = list(cmd) if isinstance(cmd, tuple) else [cmd]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              cwd=ROOT, env=env) for c in cmds]
+    outs = [p.communicate() for p in procs]
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{cmd}: exit {done.returncode}\n{done.stderr[-2000:]}")
+    for c, p, (_, err) in zip(cmds, procs, outs, strict=True):
+        if p.returncode not in (0, 1):
+            raise SystemExit(f"{c}: exit {p.returncode}\n{err[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
+    return wall, cpu, "".join(out for out, _ in outs)
 
 
 def paired(a: list[float], b: list[float]) -> float:
@@ -95,14 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     full_grep = export("grep", pats / "full.grep")
     cur_grep = export("grep", pats / "curated.grep", CURATED)
     curated = [*SCAN, "--no-builtin", "--catalog", str(CURATED)]
-    commands = {
+    commands: dict[str, Command] = {
         "start-up (scan -j 1 of an empty file)": [*SCAN, "-j", "1", str(empty)],
         "start-up curated": [*curated, "-j", "1", str(empty)],
     }
     for tag, (path, _) in logs.items():
+        first, second = halves(path)
         commands.update({
             f"scan -j 1{tag}": [*SCAN, "-j", "1", str(path)],
             f"scan -j 2{tag}": [*SCAN, "-j", "2", str(path)],
+            f"two scan -j 1, a half each, at once{tag}": ([*SCAN, "-j", "1", str(first)],
+                                                         [*SCAN, "-j", "1", str(second)]),
             f"scan curated -j 1{tag}": [*curated, "-j", "1", str(path)],
             f"scan curated -j 2{tag}": [*curated, "-j", "2", str(path)],
             f"grep -E -c -f curated{tag}": [*GREP, str(cur_grep), str(path)],
@@ -148,8 +165,13 @@ def main(argv: list[str] | None = None) -> int:
         j1, j2 = med[f"scan -j 1{tag}"], med[f"scan -j 2{tag}"]
         c1, c2 = med[f"scan curated -j 1{tag}"], med[f"scan curated -j 2{tag}"]
         grep_cur = med[f"grep -E -c -f curated{tag}"]
+        pair = med[f"two scan -j 1, a half each, at once{tag}"]
         ratios.update({
             f"scan -j 2 ÷ scan -j 1{tag} (speed-up, start-up included)": j1 / j2,
+            f"ceiling: scan -j 1 ÷ its halves scanned at once{tag}": j1 / pair,
+            f"the same, median of the rounds' ratios, ceiling{tag}":
+                paired(runs[f"scan -j 1{tag}"], runs[f"two scan -j 1, a half each, at once{tag}"]),
+            f"scan -j 2 ÷ that ceiling{tag} (1: as fast as the ideal split)": pair / j2,
             f"the same, median of the rounds' ratios{tag}":
                 paired(runs[f"scan -j 1{tag}"], runs[f"scan -j 2{tag}"]),
             f"the same, net of start-up{tag}": (j1 - start) / (j2 - start),
@@ -224,6 +246,19 @@ def rotations(log: Path, n: int) -> Path:
         else:
             (out / ("server.log" if generation == 0 else "server.log.1")).write_bytes(part)
     return out
+
+
+def halves(log: Path) -> tuple[Path, Path]:
+    """`log` cut at the line end nearest its middle into two files: scanned by two independent
+    `scan -j 1` at once, they are the ideal split — no coordination, start-up on both cores —
+    and what they take is the most two cores of this machine give this work (its ceiling)."""
+    first, second = log.with_name(f"{log.stem}-half-1.log"), log.with_name(f"{log.stem}-half-2.log")
+    if not second.exists():
+        data = log.read_bytes()
+        cut = data.index(b"\n", len(data) // 2) + 1
+        first.write_bytes(data[:cut])
+        second.write_bytes(data[cut:])
+    return first, second
 
 
 def many_files(log: Path, n: int) -> Path:
