@@ -98,8 +98,11 @@ COMPRESSED_RATIO = 5
 DICT_BATCH = 256
 # Files held open from the plan to the scan's end, so that every task reads the file it was
 # cut from even once logrotate renamed it away (`Task.fd`); past them, a task opens its path
-# and checks it is still that file (`_open`). Well below the usual 1,024 descriptors.
-HELD_FILES = 256  # (at most: fewer where the descriptor limit is low, `_holdable`)
+# and checks it is still that file (`_open`). At most this many, and no more than the
+# descriptor limit leaves room for (`_holdable`; the soft limit is raised to the hard one,
+# which systemd and container runtimes set at 524,288 or more). Each is held as its bare
+# descriptor (`io.FileIO`, no buffer): 10,000 buffered files held 80 MB of read buffers.
+HELD_FILES = 1 << 16
 _FDS = "/proc/self/fd"  # a held file opened anew: its own offset, however it is named now
 # Files of one read or less are handed to the workers this many reads' worth at a time (at most
 # `BATCH_FILES` of them): one at a time, the executor's round trip and the parent's share
@@ -338,7 +341,7 @@ class _Replaced(Exception):
 
 def _open(task: Task, read_size: int) -> io.BufferedReader | saved.Decompressed:
     """The file a task was cut from, opened for it: `scan -j 1` holds its file open to the
-    end, and so does the parent of `-j N` for its first `HELD_FILES` (the task opens that
+    end, and so does the parent of `-j N` for the first it may hold (the task opens that
     descriptor anew: the same file, however it is named now, with an offset of its own).
     Past them the path is opened, and a file logrotate renamed away (`create`) and made anew
     meanwhile would give the new one's bytes at the old one's offsets: `_Replaced` instead,
@@ -466,7 +469,7 @@ def _regular(path: str) -> bool:
 
 def _holdable(jobs: int) -> int:
     """How many files the plan may hold open: `HELD_FILES`, or fewer where the descriptor
-    limit is low (`ulimit -n 64`: holding 256 made the scan fail "Too many open files"). The
+    limit is lower (`ulimit -n 64`: holding 256 made the scan fail "Too many open files"). The
     soft limit is raised to the hard one first (`limits.raise_nofile_limit`); what is open now
     and `OWN_DESCRIPTORS` are kept free. Files past them are opened by path (`_open`)."""
     if not os.path.isdir(_FDS):
@@ -503,7 +506,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     if pipeline.aggregator.early:
         raise ValueError("a parallel scan aggregates without `early`")
     plan: list[list[Task]] = []  # per input: its tasks (none: read alone)
-    held: list[io.BufferedReader] = []  # the files, open from here to the end (`Task.fd`)
+    held: list[io.FileIO] = []  # the files, open from here to the end (`Task.fd`)
     try:
         _plan(pipeline, inputs, jobs, read_size, split, plan, held)
         return _fork(pipeline, inputs, plan, jobs, read_size, read_alone, order, encode,
@@ -514,8 +517,8 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
 
 
 def _plan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], jobs: int, read_size: int,
-          split: Splitter, plan: list[list[Task]], held: list[io.BufferedReader]) -> None:
-    """Each input's tasks into `plan`; the first `HELD_FILES` files kept open in `held`."""
+          split: Splitter, plan: list[list[Task]], held: list[io.FileIO]) -> None:
+    """Each input's tasks into `plan`; the first files (`_holdable`) kept open in `held`."""
     holdable = _holdable(jobs)
     for path, source in inputs:
         plan.append([])
@@ -538,8 +541,10 @@ def _plan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], jobs: int, read
             raise
         fd: int | None = None
         if len(held) < holdable:
-            held.append(f)
-            fd = f.fileno()
+            raw = f.detach()  # (its buffer dropped: the tasks open it anew)
+            assert isinstance(raw, io.FileIO)
+            held.append(raw)
+            fd = raw.fileno()
         else:
             f.close()
         # A file whose first read did not decide its format is read from its start only, and
