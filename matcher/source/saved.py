@@ -157,26 +157,31 @@ def _archive(path: str) -> str | None:
     """What to do with `path` if it is a zip or tar archive (a CI job's artifacts as
     downloaded): read as text, its members would run together between binary headers, and a
     zip's compressed members would read as nothing at all ("No sglang errors found")."""
-    with open(path, "rb") as f:
-        head = f.read(len(ZIP_MAGIC))
-    if head in (ZIP_MAGIC, ZIP_EMPTY_MAGIC):
+    with open_log(path) as f:
+        return _archive_head(path, f.read(SAMPLE_BYTES), isinstance(f, Decompressed))
+
+
+def _archive_head(path: str, head: bytes, compressed: bool) -> str | None:
+    """`_archive` from the file's first (decompressed) bytes: a zip's magic at its start (of a
+    file as it is: a zip is not gzip), a tar header's at its offset in the first block."""
+    if not compressed and head[:len(ZIP_MAGIC)] in (ZIP_MAGIC, ZIP_EMPTY_MAGIC):
         return (f"a zip archive, which scan does not unpack: `unzip -d DIR {path}`, then "
                 "`sglang-matcher scan DIR`")
-    with open_log(path) as f:
-        block = f.read(TAR_MAGIC_AT + len(TAR_MAGIC))
-    if block[TAR_MAGIC_AT:] == TAR_MAGIC:
+    if head[TAR_MAGIC_AT:TAR_MAGIC_AT + len(TAR_MAGIC)] == TAR_MAGIC:
         return (f"a tar archive, which scan does not unpack: `mkdir DIR && tar -xf {path} "
                 "-C DIR`, then `sglang-matcher scan DIR`")
     return None
 
 
 def _not_text(path: str) -> str | None:
-    """Why a file found in a directory is not read, or None: it is text."""
+    """Why a file found in a directory is not read, or None: it is text. (One open for both
+    checks: a directory of 10,000 logs was opened three times over for them.)"""
     try:
-        if (why := _archive(path)) is not None:
-            return why
         with open_log(path) as f:
-            sample = _sample(f)
+            head = f.read(SAMPLE_BYTES)
+            if (why := _archive_head(path, head, isinstance(f, Decompressed))) is not None:
+                return why
+            sample = _sample(f, head)
     except NotReadable as e:
         return str(e).removeprefix(f"{path}: ")
     return "binary; give it by name to read it anyway" if looks_binary(sample) else None
@@ -197,15 +202,16 @@ def looks_binary(sample: bytes) -> bool:
     return odd * 10 > len(text)
 
 
-def _sample(f: io.BufferedReader | Decompressed) -> bytes:
-    """The first `SAMPLE_BYTES` after any leading run of NUL bytes (up to `MAX_LEADING_NULS`)."""
+def _sample(f: io.BufferedReader | Decompressed, block: bytes) -> bytes:
+    """The first `SAMPLE_BYTES` after any leading run of NUL bytes (up to `MAX_LEADING_NULS`),
+    `block` being the file's first `SAMPLE_BYTES`, read already."""
     skipped = 0
     while skipped < MAX_LEADING_NULS:
-        block = f.read(SAMPLE_BYTES)
         rest = block.lstrip(b"\0")
         if rest or not block:
             return rest + f.read(SAMPLE_BYTES - len(rest)) if rest else b""
         skipped += len(block)
+        block = f.read(SAMPLE_BYTES)
     return b""
 
 
