@@ -416,10 +416,12 @@ def batches(tasks: Sequence[Task], read_size: int) -> list[list[Task]]:
     less (a whole file's only task), which go together up to `BATCH_READS` reads' worth and
     `BATCH_FILES` files."""
     out: list[list[Task]] = []
-    size = 0
+    size = 0  # the last batch's bytes
     for task in tasks:
-        if _small(task, read_size) and out and len(out[-1]) < BATCH_FILES and size + task.disk_bytes \
-                <= BATCH_READS * read_size and _small(out[-1][-1], read_size):
+        joins = (out and _small(task, read_size) and _small(out[-1][-1], read_size)
+                 and len(out[-1]) < BATCH_FILES
+                 and size + task.disk_bytes <= BATCH_READS * read_size)
+        if joins:
             out[-1].append(task)
             size += task.disk_bytes
         else:
