@@ -12,6 +12,7 @@ import ast
 import contextlib
 import difflib
 import gc
+import io
 import json
 import os
 import re
@@ -541,15 +542,35 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
         if shown is not None:
             shown.close()
     if fmt == "json":
-        out.writelines(line for line, _failure in scanned.events)
         code = int(any(failure for _line, failure in scanned.events))
     else:
-        out.write(render(scanned.events, inputs=list(inputs), lines=scanned.lines,
-                         files=len(paths)))
         code = exit_code(scanned.events)
+    try:
+        if fmt == "json":
+            out.writelines(line for line, _failure in scanned.events)
+        else:
+            out.write(render(scanned.events, inputs=list(inputs), lines=scanned.lines,
+                             files=len(paths)))
+        out.flush()
+    except BrokenPipeError:
+        # The reader stopped reading (`scan … | head`): what was found still decides the
+        # exit code (0 said "nothing wrong" of a log full of failures, under `pipefail`).
+        _stdout_gone(out)
     if code == EXIT_OK and (found.unreadable or scanned.not_read):
         return EXIT_USAGE
     return code
+
+
+def _stdout_gone(out: TextIO) -> None:
+    """After a broken pipe: what is still buffered for `out` goes nowhere, so that the flush
+    Python makes as it exits does not fail again with a traceback."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _progress(err: TextIO, paths: Sequence[str]) -> Progress:

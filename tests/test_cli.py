@@ -78,6 +78,22 @@ def test_clean_log_exits_zero(tmp_path):
     assert (run.returncode, run.stdout.splitlines()[-1]) == (0, "No sglang errors found.")
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_reader_that_stops_reading_leaves_the_exit_code_to_what_was_found(fmt, tmp_path):
+    """`scan LOG | head -1`: the pipe is closed before the report is written. The exit code
+    is still the scan's verdict — 1, failures found (it was 0, "nothing wrong", which
+    `set -o pipefail` scripts took at its word) — and nothing is said on stderr; a clean log
+    still gives 0."""
+    clean = tmp_path / "ok.log"
+    clean.write_text("[2026-01-01 12:00:00 TP0] Decode batch. #running-req: 1, #token: 20\n")
+    for log, verdict in ((LAUNCH / "int8_mamba_radix_lru.log", 1), (clean, 0)):
+        proc = subprocess.Popen([sys.executable, "-m", "matcher", "scan", "--format", fmt,
+                                 str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()  # (the reader gone long before the scan's report)
+        err = proc.stderr.read()
+        assert (proc.wait(timeout=60), err) == (verdict, b"")
+
+
 def test_unreadable_input_and_bad_usage_exit_two(tmp_path):
     run = cli("scan", str(tmp_path / "missing.log"))
     assert run.returncode == 2
