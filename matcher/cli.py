@@ -12,7 +12,6 @@ import ast
 import contextlib
 import difflib
 import gc
-import io
 import json
 import os
 import re
@@ -33,6 +32,7 @@ from matcher.progress import Progress
 from matcher.release import AUTO, catalog_version_setting
 from matcher.report import exit_code, render
 from matcher.scan import UnreadableInput, json_line, scan_events
+from matcher.sinks.events import stream_gone
 from matcher.source import saved
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -555,22 +555,10 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
     except BrokenPipeError:
         # The reader stopped reading (`scan … | head`): what was found still decides the
         # exit code (0 said "nothing wrong" of a log full of failures, under `pipefail`).
-        _stdout_gone(out)
+        stream_gone(out)
     if code == EXIT_OK and (found.unreadable or scanned.not_read):
         return EXIT_USAGE
     return code
-
-
-def _stdout_gone(out: TextIO) -> None:
-    """After a broken pipe: what is still buffered for `out` goes nowhere, so that the flush
-    Python makes as it exits does not fail again with a traceback."""
-    try:
-        fd = out.fileno()
-    except (OSError, ValueError, io.UnsupportedOperation):
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 def _progress(err: TextIO, paths: Sequence[str]) -> Progress:

@@ -35,7 +35,7 @@ from matcher.catalog import CatalogError
 from matcher.config import ConfigError, load_config
 from matcher.latency import ReadTimes
 from matcher.notify import Notifier
-from matcher.sinks.events import event_dict
+from matcher.sinks.events import OutputClosed, event_dict
 from matcher.source.checkpoint import CheckpointError
 from matcher.source.files import display_name
 from matcher.telemetry import Logger
@@ -131,6 +131,7 @@ class Daemon:
         self._replay_bytes = 0
         self._told: set[tuple[str, int]] = set()
         self._next_progress = 0.0
+        self._output_closed: OutputClosed | None = None  # the event stream's reader went away
 
     @staticmethod
     def hooks(wakeup: Wakeup, stopping: Callable[[], bool]) -> Hooks:
@@ -230,9 +231,11 @@ class Daemon:
                     if due is not None:  # an event waits on its ranks' grace: wake for it
                         nap = min(nap, max(0.005, due))
                     self.wakeup.wait(self.notifier.max_nap(min(topo.config.poll_interval, nap)))
+        except OutputClosed as e:
+            self._output_closed = e
         finally:
             self.shutdown()
-        return 0
+        return 1 if self._output_closed is not None else 0
 
     def _finish_compilation(self) -> None:
         """Stopping while the full catalog compiles: wait for it (up to `STOP_COMPILE_WAIT`)
@@ -311,8 +314,21 @@ class Daemon:
                       events_already_emitted=told, events_added=len(fresh))
 
     def shutdown(self) -> None:
-        """Drain: read what is there, flush open records and windows, final checkpoint."""
+        """Drain: read what is there, flush open records and windows, final checkpoint. With
+        the event stream's reader gone (`OutputClosed`), none of that: what could not be told
+        keeps its lines unsaved, for the restart to read again (the last checkpoint stands)."""
         self.notifier.stopping()
+        if self._output_closed is not None:
+            self.topo.files.stop_watching()
+            self.topo.close_for_restart()
+            try:
+                self.log.error("events_output_closed", sink=str(self._output_closed),
+                               detail="the reader of the events went away (a broken pipe): "
+                                      "stopping with exit code 1; a restart reads on from the "
+                                      "last checkpoint, so the events not told are told then")
+            except OSError:
+                pass  # stderr went with it (`2>&1 | jq`)
+            return
         self._finish_compilation()
         topo = self.topo
         topo.files.stop_watching()

@@ -7,6 +7,7 @@ The field names are the contract with the operator's log pipeline (docs/events.m
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, TextIO
 
 from matcher.redact import Redactor
@@ -48,6 +49,25 @@ def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
     return redacted
 
 
+class OutputClosed(Exception):
+    """The reader of an event stream went away (EPIPE: `watch | jq` and jq ended, the pipe a
+    supervisor gave for stdout broken). Nothing more can be told there: the daemon stops with
+    exit code 1 and saves no position past what it could not tell, so that a restart (systemd's
+    `Restart=on-failure`, Kubernetes) reads it again into a new stdout."""
+
+
+def stream_gone(stream: TextIO) -> None:
+    """After a broken pipe: what is still buffered for `stream` goes nowhere, so that the flush
+    Python makes as it exits does not fail again with a traceback on stderr."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # (io.UnsupportedOperation is both)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 class EventWriter:
     """Writes events to a stream, one per line: JSON (default) or `console` for people.
 
@@ -64,6 +84,7 @@ class EventWriter:
         self._stream = stream
         self._owns_stream = owns_stream
         self._redactor = redactor
+        self.gone = False  # its reader went away (`OutputClosed`)
         import structlog  # here: `scan` makes event dicts only, and the import costs 30 ms
 
         renderer: Any = (
@@ -78,11 +99,22 @@ class EventWriter:
         self.write([event_dict(e, self._redactor) for e in events])
 
     def write(self, dicts: list[dict[str, Any]]) -> None:
-        """Print event dicts that `event_dict` already made (and redacted)."""
-        for d in dicts:
-            fields = dict(d)
-            name = fields.pop("event")
-            self._log.msg(name, **fields)
+        """Print event dicts that `event_dict` already made (and redacted); `OutputClosed` when
+        the stream's reader is gone (and from then on)."""
+        if self.gone:
+            raise OutputClosed(self.name)
+        try:
+            for d in dicts:
+                fields = dict(d)
+                name = fields.pop("event")
+                self._log.msg(name, **fields)
+        except BrokenPipeError as e:
+            self._lose()
+            raise OutputClosed(self.name) from e
+
+    def _lose(self) -> None:
+        self.gone = True
+        stream_gone(self._stream)
 
     # -- Sink --------------------------------------------------------------------------------
 
@@ -90,13 +122,19 @@ class EventWriter:
         self.write(list(batch.dicts))
 
     def flush(self) -> None:
+        if self.gone:
+            raise OutputClosed(self.name)
         try:
             self._stream.flush()
         except ValueError:
             pass  # closed
+        except BrokenPipeError as e:
+            self._lose()
+            raise OutputClosed(self.name) from e
 
     def close(self) -> None:
-        self.flush()
+        if not self.gone:
+            self.flush()
         if self._owns_stream:
             self._stream.close()
 

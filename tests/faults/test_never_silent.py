@@ -199,3 +199,34 @@ def test_a_far_future_timestamp_does_not_swallow_a_later_failure(tmp_path):
         assert d.stop() == 0
     events = [e for e in d.events() if e.get("pattern_id") == SEQ_RECORD["id"]]
     assert [e["ranks"] for e in events] == [["TP0"], ["TP1"]]
+
+
+def test_an_event_output_whose_reader_went_away_stops_the_daemon_for_a_restart(tmp_path):
+    """`watch | jq` and jq ended, or the pipe a supervisor gave for stdout broke: the daemon
+    says so on stderr and exits 1, which `Restart=on-failure` restarts (it exited 0 without a
+    word, and the unit stayed down). No position moves past the events it could not tell: the
+    restart, with a stdout that reads, tells them."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for log in sorted((REPO / "examples" / "logs").glob("*.log")):
+        (logs / log.name).write_bytes(log.read_bytes())
+    cmd = [sys.executable, "-m", "matcher", "watch", "--state-dir", str(tmp_path / "state"),
+           "--from-beginning", "--poll-interval", "0.05", str(logs / "*.log")]
+    err = tmp_path / "stderr.log"
+    with err.open("wb") as e:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=e, cwd=REPO)
+        proc.stdout.close()  # the reader gone before the first event
+        rc = proc.wait(timeout=90)
+    said = [json.loads(line) for line in err.read_text().splitlines()
+            if '"events_output_closed"' in line]
+    assert (rc, len(said)) == (1, 1), err.read_text()[-3000:]
+    assert said[0]["level"] == "error" and "restart" in said[0]["detail"]
+    out = tmp_path / "restart.jsonl"
+    with out.open("wb") as o, err.open("ab") as e:
+        again = subprocess.Popen(cmd, stdout=o, stderr=e, cwd=REPO)
+        told = wait_for(lambda: out.read_bytes().count(b'"pattern_id": "4e2cdd4d6209ebbd"'), 60)
+        again.send_signal(signal.SIGTERM)
+        assert again.wait(timeout=60) == 0
+    assert told, err.read_text()[-3000:]
+    sources = {json.loads(line)["source"] for line in out.read_text().splitlines()}
+    assert len(sources) == 4  # each log's failure, told after the restart
