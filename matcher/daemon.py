@@ -35,7 +35,7 @@ from matcher.catalog import CatalogError
 from matcher.config import ConfigError, load_config
 from matcher.latency import ReadTimes
 from matcher.notify import Notifier
-from matcher.sinks.events import OutputClosed, event_dict
+from matcher.sinks.events import OutputClosed, event_dict, stream_gone
 from matcher.source.checkpoint import CheckpointError
 from matcher.source.files import display_name
 from matcher.telemetry import Logger
@@ -52,10 +52,43 @@ PROGRESS_EVERY = 5.0  # seconds between `catalog_compiling` log lines
 STOP_COMPILE_WAIT = 25.0
 
 
+class Diagnostics:
+    """Where the daemon's diagnostics go (stderr), outliving its reader. A daemon started with
+    `2>&1 | jq`, or under a supervisor whose stderr pipe broke, got BrokenPipeError from its
+    next log line — "file_opened" as a log grew — and stopped (exit 0, the line's event never
+    told): its events and metrics do not depend on stderr, so from the first broken pipe on the
+    lines go nowhere (counted in `lost`) and the daemon goes on."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.gone = False
+        self.lost = 0  # lines not written since
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._lose()
+        self.lost += text.count("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._lose()
+
+    def _lose(self) -> None:
+        self.gone = True
+        stream_gone(self._stream)
+
+
 def stderr_logger(stream: TextIO = sys.stderr) -> Logger:
     """The daemon's own diagnostics: JSON lines on stderr, apart from the events on stdout."""
     logger: Logger = structlog.wrap_logger(
-        structlog.PrintLogger(stream),
+        structlog.PrintLogger(Diagnostics(stream)),  # type: ignore[arg-type]
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -321,13 +354,10 @@ class Daemon:
         if self._output_closed is not None:
             self.topo.files.stop_watching()
             self.topo.close_for_restart()
-            try:
-                self.log.error("events_output_closed", sink=str(self._output_closed),
-                               detail="the reader of the events went away (a broken pipe): "
-                                      "stopping with exit code 1; a restart reads on from the "
-                                      "last checkpoint, so the events not told are told then")
-            except OSError:
-                pass  # stderr went with it (`2>&1 | jq`)
+            self.log.error("events_output_closed", sink=str(self._output_closed),
+                           detail="the reader of the events went away (a broken pipe): "
+                                  "stopping with exit code 1; a restart reads on from the "
+                                  "last checkpoint, so the events not told are told then")
             return
         self._finish_compilation()
         topo = self.topo

@@ -230,3 +230,40 @@ def test_an_event_output_whose_reader_went_away_stops_the_daemon_for_a_restart(t
     assert told, err.read_text()[-3000:]
     sources = {json.loads(line)["source"] for line in out.read_text().splitlines()}
     assert len(sources) == 4  # each log's failure, told after the restart
+
+
+def test_a_daemon_whose_stderr_reader_went_away_goes_on(tmp_path):
+    """`2>&1 | jq` and jq ended, or a supervisor's stderr pipe broke: diagnostics have nowhere
+    to go, but events and metrics do not need them. The daemon goes on. (It stopped at its next
+    log line — `file_opened` for the log a restarted server began — with exit 0, and that
+    log's failure was never told.)"""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "server.log"
+    log.write_bytes(b"")
+    out = tmp_path / "events.jsonl"
+    cmd = [sys.executable, "-m", "matcher", "watch", "--state-dir", str(tmp_path / "state"),
+           "--poll-interval", "0.05", "--metrics-addr", "127.0.0.1:0", str(logs / "*.log")]
+    with out.open("wb") as o:
+        proc = subprocess.Popen(cmd, stdout=o, stderr=subprocess.PIPE, cwd=REPO)
+        try:
+            said = b""
+            while b'"serving"' not in said and proc.poll() is None:
+                said += proc.stderr.read1(65536)
+            url = next(json.loads(line)["url"] for line in said.splitlines()
+                       if b'"serving"' in line)
+            proc.stderr.close()  # the reader of the diagnostics gone
+            (logs / "server-restarted.log").write_bytes(
+                (REPO / "examples/logs/int8-mamba-radix-cache.log").read_bytes())
+            assert wait_for(lambda: b"4e2cdd4d6209ebbd" in out.read_bytes(), 30), \
+                f"no event; the daemon {'ran' if proc.poll() is None else 'ended'}"
+            try:
+                with urllib.request.urlopen(url + "/healthz", timeout=10) as r:
+                    assert r.status == 200
+            except OSError as e:
+                raise AssertionError(f"/healthz: {e}; the daemon ended: {proc.poll()}") from e
+            assert proc.poll() is None
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=60)
+    assert rc == 0
