@@ -26,7 +26,7 @@ LOG_FORMATS = ("json", "console")
 # these names would clash with them.
 RESERVED_LABELS = frozenset({
     "pattern_id", "error_class", "severity", "layer", "version", "catalog_version",
-    "source", "result", "stage", "error_type", "reason", "le", "quantile",
+    "source", "result", "stage", "error_type", "reason", "sink", "le", "quantile",
     "summary", "fix", "doc_url",  # sglang_error_pattern_info's words of a failure
 })
 LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

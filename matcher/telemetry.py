@@ -76,7 +76,7 @@ class Telemetry:
     ) -> None:
         self._wall = wall
         self._static = check_static_labels(
-            static_labels or {}, ("source", "result", "stage", "error_type", "reason"))
+            static_labels or {}, ("source", "result", "stage", "error_type", "reason", "sink"))
         self._names = names = tuple(self._static)
         self._registry = registry
         self._log = logger
@@ -130,6 +130,10 @@ class Telemetry:
                                 "Config and catalog reloads (SIGHUP), by result.", ("result",))
         self._suppressed = counter("sglang_matcher_events_suppressed_total",
                                    "Repeated events not printed because of the repeat rate limit.")
+        self._output_dropped = counter(
+            "sglang_matcher_events_output_dropped_total",
+            "Events an output (stdout, the events file) could not write — a full disk, an I/O "
+            "error — and dropped there, by output.", ("sink",))
         self._errors = counter("sglang_matcher_errors_total",
                                "Errors inside the matcher itself, by pipeline stage and type.",
                                ("stage", "error_type"))
@@ -297,6 +301,16 @@ class Telemetry:
         for pattern_id in quarantined:
             self._emit("error", "pattern_quarantined", pattern_id=pattern_id,
                        detail="timed out repeatedly; not tried again until the next reload")
+
+    def output_failed(self, sink: str, error: OSError, events: int) -> None:
+        """Events an output could not write (`EventWriter`): dropped there and counted; said
+        at most every `quiet_for` s. The daemon goes on: the other outputs, the metrics and
+        later writes (once there is room again) do not wait for that one."""
+        self._output_dropped.labels(sink=sink, **self._static).inc(events)
+        self._emit_quietly("error", "events_output_failed", sink=sink, events=events,
+                           detail=f"cannot write: {error.strerror or error}; these events are "
+                                  "dropped there (the other outputs have them), and it is "
+                                  "tried again with the next ones")
 
     def notice(self, kind: str, level: str = "info", **fields: Any) -> None:
         """Something worth a log line and no counter (started, file_opened, stopped)."""

@@ -330,10 +330,10 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     # 4. Outputs that open something: each kept when its setting did not change.
     ring = _ring(config, prev)
     http = _http(config, address, registry, ring, log, prev, undo)
-    events_file = _events_file(config, redactor, prev, undo)
+    events_file = _events_file(config, redactor, telemetry, prev, undo)
     webhook = _webhook(config, redactor, telemetry, prev, undo)
     otlp = _otlp(config, otlp_url, redactor, telemetry, prev, undo)
-    writer = EventWriter(stdout, redactor, config.log_format)
+    writer = EventWriter(stdout, redactor, config.log_format, failed=telemetry.output_failed)
 
     # 5. Inputs, and where they were left.
     if prev is not None:
@@ -495,8 +495,8 @@ def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRe
     return server
 
 
-def _events_file(config: Config, redactor: Redactor, prev: Topology | None,
-                 undo: list[Callable[[], Any]]) -> EventWriter | None:
+def _events_file(config: Config, redactor: Redactor, telemetry: Telemetry,
+                 prev: Topology | None, undo: list[Callable[[], Any]]) -> EventWriter | None:
     if config.events_file is None:
         return None
     if prev is not None and prev.events_file is not None \
@@ -508,7 +508,8 @@ def _events_file(config: Config, redactor: Redactor, prev: Topology | None,
         raise ConfigError(f"setting 'events_file': cannot open {config.events_file} for "
                           f"appending: {e.strerror}",
                           "create its directory, or give a path the matcher may write") from e
-    writer = EventWriter(stream, redactor, "json", name="events_file", owns_stream=True)
+    writer = EventWriter(stream, redactor, "json", name="events_file", owns_stream=True,
+                         failed=telemetry.output_failed)
     undo.append(writer.close)
     return writer
 

@@ -6,8 +6,10 @@ The field names are the contract with the operator's log pipeline (docs/events.m
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from matcher.redact import Redactor
@@ -68,6 +70,51 @@ def stream_gone(stream: TextIO) -> None:
     os.close(devnull)
 
 
+class _Lines:
+    """What `EventWriter` prints through: each event's line written whole when structlog
+    flushes it (after every event), straight to the descriptor — no buffer left holding a
+    line that failed. A write that fails for want of room or of a disk (`ENOSPC`, `EIO`, not
+    a broken pipe: that is `OutputClosed`) loses that line here and is told to `failed`;
+    through a buffered stream, the full disk of `events_file` stopped the daemon with a
+    traceback, and the metrics and every other output with it."""
+
+    def __init__(self, stream: TextIO, failed: Callable[[OSError, int], None]) -> None:
+        self._stream = stream
+        self._failed = failed
+        self._pending: list[str] = []
+        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+        self._fd: int | None
+        try:
+            self._fd = stream.fileno()
+        except (OSError, ValueError):  # no descriptor (a StringIO): through the stream
+            self._fd = None
+        else:
+            with contextlib.suppress(OSError):
+                stream.flush()  # what is in its buffer goes first
+
+    def write(self, text: str) -> int:
+        self._pending.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        try:
+            if self._fd is None:
+                self._stream.write(text)
+                self._stream.flush()
+                return
+            data = memoryview(text.encode(self._encoding, "backslashreplace"))
+            while data:
+                data = data[os.write(self._fd, data):]
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            self._failed(e, 1)  # (structlog flushes after every event)
+
+
 class EventWriter:
     """Writes events to a stream, one per line: JSON (default) or `console` for people.
 
@@ -78,7 +125,8 @@ class EventWriter:
     holds_checkpoint = True  # a write blocks (a full pipe stops reading); flushed before saving
 
     def __init__(self, stream: TextIO, redactor: Redactor, fmt: str = "json", *,
-                 name: str = "stdout", owns_stream: bool = False) -> None:
+                 name: str = "stdout", owns_stream: bool = False,
+                 failed: Callable[[str, OSError, int], None] | None = None) -> None:
         self.name = name
         self.format = fmt
         self._stream = stream
@@ -92,8 +140,13 @@ class EventWriter:
             if fmt == "console"
             else structlog.processors.JSONRenderer(serializer=_dumps)
         )
+        # `failed(name, error, events)`: events this output could not write (`_Lines`),
+        # `Telemetry.output_failed` in the daemon; without it such an error is raised.
+        self._lines = _Lines(stream, self._failed)
+        self._on_failed = failed
         self._log = structlog.wrap_logger(
-            structlog.PrintLogger(stream), processors=[renderer], cache_logger_on_first_use=True)
+            structlog.PrintLogger(self._lines),  # type: ignore[arg-type]
+            processors=[renderer], cache_logger_on_first_use=True)
 
     def accept(self, events: list[Event]) -> None:
         self.write([event_dict(e, self._redactor) for e in events])
@@ -116,6 +169,11 @@ class EventWriter:
         self.gone = True
         stream_gone(self._stream)
 
+    def _failed(self, error: OSError, events: int) -> None:
+        if self._on_failed is None:
+            raise error
+        self._on_failed(self.name, error, events)
+
     # -- Sink --------------------------------------------------------------------------------
 
     def emit(self, batch: Batch) -> None:
@@ -125,6 +183,7 @@ class EventWriter:
         if self.gone:
             raise OutputClosed(self.name)
         try:
+            self._lines.flush()
             self._stream.flush()
         except ValueError:
             pass  # closed

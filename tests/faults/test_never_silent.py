@@ -267,3 +267,28 @@ def test_a_daemon_whose_stderr_reader_went_away_goes_on(tmp_path):
             proc.send_signal(signal.SIGTERM)
             rc = proc.wait(timeout=60)
     assert rc == 0
+
+
+def test_an_events_file_on_a_full_disk_drops_there_and_the_daemon_goes_on(tmp_path):
+    """`events_file` on a disk with no room left (`/dev/full`: every write is ENOSPC, as on a
+    full /var/log). Each event the file cannot take is dropped there, counted and said (at
+    most every few seconds); stdout and the metrics still have every one, and the daemon
+    runs on. (It stopped with a traceback, its metrics with it, at the first event.)"""
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    real = sorted((REPO / "examples" / "logs").glob("*.log"))
+    with DaemonProcess(tmp_path, [str(tmp_path / "*.log")], "--metrics-addr", "127.0.0.1:0",
+                       builtin=True, env={"SGLANG_MATCHER_EVENTS_FILE": "/dev/full"}) as d:
+        url = wait_for(lambda: served_url(d))
+        for n, example in enumerate(real, 1):
+            with log.open("ab") as f:
+                f.write(example.read_bytes())
+            assert wait_for(lambda n=n: sample(
+                url, "sglang_matcher_events_output_dropped_total", sink="events_file") >= n,
+                30), f"event {n} not counted:\n{d.err.read_text()[-2000:]}"
+        told = len(d.events())
+        assert d.proc.poll() is None
+        assert d.stop() == 0
+    said = stderr_events(d, "events_output_failed")
+    assert said and said[0]["sink"] == "events_file" and "No space left" in said[0]["detail"]
+    assert told >= len(real)  # on stdout, each
