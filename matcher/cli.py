@@ -394,6 +394,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as e:  # an output that cannot be written (a full disk): said, not a traceback
+        stream_gone(sys.stdout)
+        where = f": {e.filename}" if e.filename else ""
+        print(f"sglang-matcher: {e.strerror or e}{where}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_USAGE
 
 
@@ -556,6 +561,10 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
         # The reader stopped reading (`scan … | head`): what was found still decides the
         # exit code (0 said "nothing wrong" of a log full of failures, under `pipefail`).
         stream_gone(out)
+    except OSError as e:  # a full disk under `> report.txt`: the report is not there
+        stream_gone(out)
+        print(f"sglang-matcher: cannot write the report: {e.strerror or e}", file=err)
+        return EXIT_USAGE
     if code == EXIT_OK and (found.unreadable or scanned.not_read):
         return EXIT_USAGE
     return code

@@ -94,6 +94,21 @@ def test_a_reader_that_stops_reading_leaves_the_exit_code_to_what_was_found(fmt,
         assert (proc.wait(timeout=60), err) == (verdict, b"")
 
 
+@pytest.mark.parametrize("args", [("scan", str(LAUNCH / "int8_mamba_radix_lru.log")),
+                                  ("scan", "--format", "json",
+                                   str(LAUNCH / "int8_mamba_radix_lru.log")),
+                                  ("explain", SEED_ID)])
+def test_an_output_on_a_full_disk_is_said_and_exits_two(args):
+    """`scan LOG > report.txt` on a full disk (`/dev/full`: ENOSPC at every write): the report
+    is not there, so the exit code is 2 with a line saying why — it was a traceback and 1,
+    which for `scan` reads "failures found" as if the report had been written."""
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([sys.executable, "-m", "matcher", *args], stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "No space left on device" in run.stderr and "Traceback" not in run.stderr
+
+
 def test_unreadable_input_and_bad_usage_exit_two(tmp_path):
     run = cli("scan", str(tmp_path / "missing.log"))
     assert run.returncode == 2
