@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -70,6 +71,15 @@ def stream_gone(stream: TextIO) -> None:
     os.close(devnull)
 
 
+def _writable(fd: int) -> None:
+    """Wait until `fd` takes more (a non-blocking pipe that a supervisor, or a parent such as
+    Node.js, handed over for stdout: full, a write there fails with EAGAIN instead of waiting,
+    and the rest of a line would have been torn off and lost)."""
+    poll = select.poll()
+    poll.register(fd, select.POLLOUT)
+    poll.poll()
+
+
 class _Lines:
     """What `EventWriter` prints through: each event's line written whole when structlog
     flushes it (after every event), straight to the descriptor — no buffer left holding a
@@ -108,7 +118,10 @@ class _Lines:
                 return
             data = memoryview(text.encode(self._encoding, "backslashreplace"))
             while data:
-                data = data[os.write(self._fd, data):]
+                try:
+                    data = data[os.write(self._fd, data):]
+                except BlockingIOError:  # a non-blocking pipe, full: wait, as a blocking one
+                    _writable(self._fd)
         except BrokenPipeError:
             raise
         except OSError as e:

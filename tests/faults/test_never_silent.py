@@ -292,3 +292,37 @@ def test_an_events_file_on_a_full_disk_drops_there_and_the_daemon_goes_on(tmp_pa
     said = stderr_events(d, "events_output_failed")
     assert said and said[0]["sink"] == "events_file" and "No space left" in said[0]["detail"]
     assert told >= len(real)  # on stdout, each
+
+
+def test_a_non_blocking_stdout_pipe_that_fills_is_waited_for_and_no_line_is_torn():
+    """A parent (Node.js, some supervisors) can hand over a non-blocking pipe for stdout: once
+    full, a write fails with EAGAIN instead of waiting. The writer waits for room, as on a
+    blocking pipe: every line arrives whole, none is counted as dropped."""
+    import threading
+
+    from matcher.redact import Redactor
+    from matcher.sinks.events import EventWriter
+
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    out = os.fdopen(w, "w", encoding="utf-8")
+    dropped: list[tuple] = []
+    writer = EventWriter(out, Redactor(), failed=lambda *a: dropped.append(a))
+    got = bytearray()
+
+    def read_late() -> None:
+        time.sleep(0.3)  # the pipe fills meanwhile (64 KiB)
+        while chunk := os.read(r, 65536):
+            got.extend(chunk)
+
+    reader = threading.Thread(target=read_late)
+    reader.start()
+    n = 500
+    writer.write([{"event": "sglang_error", "seq": i, "message": "x" * 1000} for i in range(n)])
+    writer.flush()
+    out.close()
+    reader.join(30)
+    os.close(r)
+    lines = bytes(got).splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == list(range(n))
+    assert dropped == []
