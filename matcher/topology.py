@@ -500,7 +500,8 @@ def _events_file(config: Config, redactor: Redactor, telemetry: Telemetry,
     if config.events_file is None:
         return None
     if prev is not None and prev.events_file is not None \
-            and prev.config.events_file == config.events_file:
+            and prev.config.events_file == config.events_file \
+            and prev.events_file.is_at(config.events_file):  # (else rotated: open the new)
         return prev.events_file
     try:
         stream: TextIO = open(config.events_file, "a", encoding="utf-8")  # noqa: SIM115

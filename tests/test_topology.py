@@ -188,3 +188,46 @@ def test_sighup_reloads_outputs_redaction_and_webhook_keeping_counts(tmp_path):
     assert moved["labels"] == {"cluster": "a"}  # labels: not reloaded ...
     err = d.err.read_text()
     assert '"setting_not_reloaded"' in err and '"labels"' in err  # ... and said so
+
+
+def test_the_events_file_rotated_by_logrotate_create_is_reopened_on_sighup(tmp_path):
+    """Debian's logrotate rotates the events file with `create` and a `postrotate` that sends
+    SIGHUP, as for any daemon's own file: the reload opens the new file, and the events after
+    it go there (they went on into the rotated file, and the new one stayed empty). Without a
+    rotation a reload keeps the file it has."""
+    from debian import require_tool
+
+    logrotate = require_tool("logrotate")
+    events = tmp_path / "events.jsonl"
+    log = tmp_path / "server.log"
+    log.write_text("")
+    config = tmp_path / "matcher.toml"
+    config.write_text(f'events_file = "{events}"\n')
+    d = DaemonProcess(tmp_path, [str(log)], "--config", str(config))
+    with d:
+        conf = tmp_path / "logrotate.conf"
+        conf.write_text(f"{events} {{\n  rotate 3\n  create\n  nocompress\n  postrotate\n"
+                        f"    kill -HUP {d.proc.pid}\n  endscript\n}}\n")
+        state = tmp_path / "logrotate.state"
+
+        def reloads() -> int:
+            return d.err.read_bytes().count(b'"reloaded"')
+
+        with open(log, "a") as f:
+            f.write(line_for(1) + "\n")
+        assert wait_for(lambda: "seq=1" in events.read_text(), 30)
+        d.proc.send_signal(signal.SIGHUP)  # no rotation: the same file kept
+        assert wait_for(lambda: reloads() == 1, 60), d.err.read_text()[-2000:]
+        with open(log, "a") as f:
+            f.write(line_for(2) + "\n")
+        assert wait_for(lambda: "seq=2" in events.read_text(), 30)
+        subprocess.run([logrotate, "-f", "-s", str(state), str(conf)], check=True)
+        assert wait_for(lambda: reloads() == 2, 60), d.err.read_text()[-2000:]
+        with open(log, "a") as f:
+            f.write(line_for(3) + "\n")
+        assert wait_for(lambda: "seq=3" in events.read_text(), 30), \
+            f"the new events file: {events.read_text()!r}"
+        assert d.stop() == 0
+    rotated = (tmp_path / "events.jsonl.1").read_text()
+    assert "seq=1" in rotated and "seq=2" in rotated and "seq=3" not in rotated
+    assert "seq=1" not in events.read_text()

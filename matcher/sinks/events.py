@@ -182,6 +182,17 @@ class EventWriter:
         self.gone = True
         stream_gone(self._stream)
 
+    def is_at(self, path: str | os.PathLike[str]) -> bool:
+        """Whether `path` still names the file this writes to. logrotate's `create` renames
+        it away and makes a new one: a reload (SIGHUP, logrotate's `postrotate`) then opens
+        the new one instead of writing on into the rotated file."""
+        try:
+            st = os.stat(path)
+            own = os.fstat(self._stream.fileno())
+        except (OSError, ValueError):
+            return False
+        return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
     def _failed(self, error: OSError, events: int) -> None:
         if self._on_failed is None:
             raise error
