@@ -279,9 +279,9 @@ DESCRIPTIONS: dict[str, str] = {
     "repeat_interval": "A repeated error in one file (or journal) is printed once per this many "
                        "seconds; every repeat is counted, and the next printed event says how "
                        "many were held back (`suppressed`). `0` prints every one.",
-    "events_file": "Also append every printed event, as a JSON line, to this file. To rotate "
-                   "it with logrotate's `create`, send SIGHUP in `postrotate`: the reload "
-                   "opens the new file (`copytruncate` needs nothing).",
+    "events_file": "Also append every printed event, as a JSON line, to this file. It may be "
+                   "rotated by logrotate with `create` (the next event goes to the new file; "
+                   "a SIGHUP in `postrotate` switches at once) or `copytruncate`.",
     "max_open_files": "Files kept open at once; beyond it the idlest are closed (after a "
                       "checkpoint) and reopened by identity when they grow. `auto`: the "
                       "descriptor limit, raised at start from the soft to the hard limit, less "

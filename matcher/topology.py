@@ -510,7 +510,7 @@ def _events_file(config: Config, redactor: Redactor, telemetry: Telemetry,
                           f"appending: {e.strerror}",
                           "create its directory, or give a path the matcher may write") from e
     writer = EventWriter(stream, redactor, "json", name="events_file", owns_stream=True,
-                         failed=telemetry.output_failed)
+                         failed=telemetry.output_failed, path=config.events_file)
     undo.append(writer.close)
     return writer
 

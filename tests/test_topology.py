@@ -190,20 +190,25 @@ def test_sighup_reloads_outputs_redaction_and_webhook_keeping_counts(tmp_path):
     assert '"setting_not_reloaded"' in err and '"labels"' in err  # ... and said so
 
 
-def test_the_events_file_rotated_by_logrotate_create_is_reopened_on_sighup(tmp_path):
-    """Debian's logrotate rotates the events file with `create` and a `postrotate` that sends
-    SIGHUP, as for any daemon's own file: the reload opens the new file, and the events after
-    it go there (they went on into the rotated file, and the new one stayed empty). Without a
-    rotation a reload keeps the file it has."""
+def _events_file_daemon(tmp_path: Path) -> tuple[str, Path, Path, DaemonProcess]:
+    """Debian's logrotate, and a daemon (not started) writing `events.jsonl` for `server.log`."""
     from debian import require_tool
 
-    logrotate = require_tool("logrotate")
     events = tmp_path / "events.jsonl"
     log = tmp_path / "server.log"
     log.write_text("")
     config = tmp_path / "matcher.toml"
     config.write_text(f'events_file = "{events}"\n')
-    d = DaemonProcess(tmp_path, [str(log)], "--config", str(config))
+    return (require_tool("logrotate"), events, log,
+            DaemonProcess(tmp_path, [str(log)], "--config", str(config)))
+
+
+def test_the_events_file_rotated_by_logrotate_create_is_reopened_on_sighup(tmp_path):
+    """Debian's logrotate rotates the events file with `create` and a `postrotate` that sends
+    SIGHUP, as for any daemon's own file: the reload opens the new file, and the events after
+    it go there (they went on into the rotated file, and the new one stayed empty). Without a
+    rotation a reload keeps the file it has."""
+    logrotate, events, log, d = _events_file_daemon(tmp_path)
     with d:
         conf = tmp_path / "logrotate.conf"
         conf.write_text(f"{events} {{\n  rotate 3\n  create\n  nocompress\n  postrotate\n"
@@ -231,3 +236,24 @@ def test_the_events_file_rotated_by_logrotate_create_is_reopened_on_sighup(tmp_p
     rotated = (tmp_path / "events.jsonl.1").read_text()
     assert "seq=1" in rotated and "seq=2" in rotated and "seq=3" not in rotated
     assert "seq=1" not in events.read_text()
+
+
+def test_the_events_file_rotated_without_a_sighup_is_followed(tmp_path):
+    """logrotate's `create` with no `postrotate` at all: the next event sees that the path
+    names another file now and opens it (the events went on into the rotated file, and the
+    new one stayed empty)."""
+    logrotate, events, log, d = _events_file_daemon(tmp_path)
+    conf = tmp_path / "logrotate.conf"
+    conf.write_text(f"{events} {{\n  rotate 3\n  create\n  nocompress\n}}\n")
+    with d:
+        with open(log, "a") as f:
+            f.write(line_for(1) + "\n")
+        assert wait_for(lambda: "seq=1" in events.read_text(), 30)
+        subprocess.run([logrotate, "-f", "-s", str(tmp_path / "logrotate.state"), str(conf)],
+                       check=True)
+        with open(log, "a") as f:
+            f.write(line_for(2) + "\n")
+        assert wait_for(lambda: "seq=2" in events.read_text(), 30), \
+            f"the new events file: {events.read_text()!r}"
+        assert d.stop() == 0
+    assert "seq=2" not in (tmp_path / "events.jsonl.1").read_text()

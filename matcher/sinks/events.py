@@ -11,6 +11,7 @@ import json
 import os
 import select
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from matcher.redact import Redactor
@@ -89,9 +90,13 @@ class _Lines:
     traceback, and the metrics and every other output with it."""
 
     def __init__(self, stream: TextIO, failed: Callable[[OSError, int], None]) -> None:
-        self._stream = stream
         self._failed = failed
         self._pending: list[str] = []
+        self.retarget(stream)
+
+    def retarget(self, stream: TextIO) -> None:
+        """Write to `stream` from now on (a reopened events file)."""
+        self._stream = stream
         self._encoding = getattr(stream, "encoding", None) or "utf-8"
         self._fd: int | None
         try:
@@ -139,8 +144,12 @@ class EventWriter:
 
     def __init__(self, stream: TextIO, redactor: Redactor, fmt: str = "json", *,
                  name: str = "stdout", owns_stream: bool = False,
-                 failed: Callable[[str, OSError, int], None] | None = None) -> None:
+                 failed: Callable[[str, OSError, int], None] | None = None,
+                 path: Path | None = None) -> None:
         self.name = name
+        # The file `stream` was opened from (the events file): followed when logrotate's
+        # `create` puts another file there (`_follow_path`).
+        self._path = path
         self.format = fmt
         self._stream = stream
         self._owns_stream = owns_stream
@@ -169,6 +178,8 @@ class EventWriter:
         the stream's reader is gone (and from then on)."""
         if self.gone:
             raise OutputClosed(self.name)
+        if self._path is not None and dicts:
+            self._follow_path(self._path)
         try:
             for d in dicts:
                 fields = dict(d)
@@ -181,6 +192,23 @@ class EventWriter:
     def _lose(self) -> None:
         self.gone = True
         stream_gone(self._stream)
+
+    def _follow_path(self, path: Path) -> None:
+        """Reopen the events file when its path names another file now: logrotate's `create`
+        renamed it away and made a new one, with no `postrotate` SIGHUP (the events went on
+        into the rotated file, and the new one stayed empty). A path with no file for now is
+        left alone: `create` makes one right after its rename."""
+        if not path.exists() or self.is_at(path):
+            return
+        try:
+            stream: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept
+        except OSError as e:
+            self._failed(e, 0)  # said; the old file still takes the events
+            return
+        old, self._stream = self._stream, stream
+        self._lines.retarget(stream)
+        with contextlib.suppress(OSError):
+            old.close()
 
     def is_at(self, path: str | os.PathLike[str]) -> bool:
         """Whether `path` still names the file this writes to. logrotate's `create` renames
