@@ -257,3 +257,26 @@ def test_the_events_file_rotated_without_a_sighup_is_followed(tmp_path):
             f"the new events file: {events.read_text()!r}"
         assert d.stop() == 0
     assert "seq=2" not in (tmp_path / "events.jsonl.1").read_text()
+
+
+def test_the_events_file_beside_the_logs_is_not_read_back(tmp_path):
+    """`events_file` in the directory the globs read (`/var/log/sglang/matcher.log` under
+    `/var/log/sglang/*.log`): the daemon does not follow its own output. (It did, and each
+    event it wrote came back as another, from the events file.)"""
+    logs = tmp_path / "sglang"
+    logs.mkdir()
+    events = logs / "matcher-events.log"
+    log = logs / "server.log"
+    log.write_text("")
+    config = tmp_path / "matcher.toml"
+    config.write_text(f'events_file = "{events}"\n')
+    with DaemonProcess(tmp_path, [str(logs / "*.log")], "--config", str(config)) as d:
+        started = [json.loads(line) for line in d.err.read_text().splitlines()
+                   if '"started"' in line]
+        for seq in (1, 2):
+            with open(log, "a") as f:
+                f.write(line_for(seq) + "\n")
+            assert wait_for(lambda seq=seq: f"seq={seq}" in events.read_text(), 30)
+        assert d.stop() == 0
+    assert started[0]["files_followed"] == 1
+    assert {e["source"] for e in d.events()} == {str(log)}

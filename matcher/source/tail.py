@@ -11,6 +11,7 @@ truncated, unreadable, nothing matched) goes to `Telemetry`.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,18 @@ def descriptor_budget(http_connections: int) -> int:
     return max(MIN_OPEN_FILES, limits.fd_budget(OWN_DESCRIPTORS + http_connections))
 
 
+def excluded(config: Config) -> tuple[str, ...]:
+    """The `exclude` patterns, and the daemon's own events file as it is named, by its
+    absolute path and relative to here (as a relative glob finds it): put beside the logs it
+    reads (`events_file = /var/log/sglang/matcher.log` under `/var/log/sglang/*.log`), it was
+    read too, and every event it held came back as another, from it."""
+    own = config.events_file
+    if own is None:
+        return config.exclude
+    names = dict.fromkeys((str(own), os.path.abspath(own), os.path.relpath(own)))
+    return (*config.exclude, *(glob.escape(n) for n in names))
+
+
 class FileSource:
     """The configured globs as one `Source`."""
 
@@ -61,7 +74,7 @@ class FileSource:
         self.wall = wall
         self._wake = wake
         self.files = FileSet(
-            config.paths, config.exclude, state,
+            config.paths, excluded(config), state,
             from_beginning=config.from_beginning,
             fingerprint_bytes=config.fingerprint_bytes,
             rotate_wait=config.rotate_wait,
@@ -90,7 +103,7 @@ class FileSource:
         old = self.config
         self.config, self.telemetry = config, telemetry
         fs = self.files
-        fs.globs, fs.exclude = config.paths, config.exclude
+        fs.globs, fs.exclude = config.paths, excluded(config)
         fs.fingerprint_bytes, fs.rotate_wait = config.fingerprint_bytes, config.rotate_wait
         fs.max_walk_entries = config.max_walk_entries
         self.max_open_files = fs.max_open = max_open_files
