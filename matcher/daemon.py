@@ -57,12 +57,11 @@ class Diagnostics:
     `2>&1 | jq`, or under a supervisor whose stderr pipe broke, got BrokenPipeError from its
     next log line — "file_opened" as a log grew — and stopped (exit 0, the line's event never
     told): its events and metrics do not depend on stderr, so from the first broken pipe on the
-    lines go nowhere (counted in `lost`) and the daemon goes on."""
+    lines go nowhere and the daemon goes on."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self.gone = False
-        self.lost = 0  # lines not written since
 
     def write(self, text: str) -> int:
         if not self.gone:
@@ -70,7 +69,6 @@ class Diagnostics:
                 return self._stream.write(text)
             except BrokenPipeError:
                 self._lose()
-        self.lost += text.count("\n")
         return len(text)
 
     def flush(self) -> None:
@@ -353,7 +351,7 @@ class Daemon:
         self.notifier.stopping()
         if self._output_closed is not None:
             self.topo.files.stop_watching()
-            self.topo.close_for_restart()
+            self.topo.close()
             self.log.error("events_output_closed", sink=str(self._output_closed),
                            detail="the reader of the events went away (a broken pipe): "
                                   "stopping with exit code 1; a restart reads on from the "

@@ -123,12 +123,6 @@ class Topology:
             out.append(self.otlp)
         return out
 
-    def close_for_restart(self) -> None:
-        """Release everything, stdout too, once the events' output is gone: the daemon stops
-        for a restart (`Daemon.shutdown`)."""
-        self.close()
-        self.stdout.close()
-
     def close(self) -> None:
         """Release everything without running: `--check`, or a build that is not used."""
         for sink in self.sinks:

@@ -198,7 +198,11 @@ class EventWriter:
         renamed it away and made a new one, with no `postrotate` SIGHUP (the events went on
         into the rotated file, and the new one stayed empty). A path with no file for now is
         left alone: `create` makes one right after its rename."""
-        if not path.exists() or self.is_at(path):
+        try:
+            there = os.stat(path)
+        except OSError:
+            return
+        if self._holds(there):
             return
         try:
             stream: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept
@@ -215,11 +219,17 @@ class EventWriter:
         it away and makes a new one: a reload (SIGHUP, logrotate's `postrotate`) then opens
         the new one instead of writing on into the rotated file."""
         try:
-            st = os.stat(path)
+            return self._holds(os.stat(path))
+        except OSError:
+            return False
+
+    def _holds(self, there: os.stat_result) -> bool:
+        """Whether the file `there` describes is the one this writes to."""
+        try:
             own = os.fstat(self._stream.fileno())
         except (OSError, ValueError):
             return False
-        return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+        return (there.st_dev, there.st_ino) == (own.st_dev, own.st_ino)
 
     def _failed(self, error: OSError, events: int) -> None:
         if self._on_failed is None:
