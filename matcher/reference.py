@@ -281,8 +281,9 @@ DESCRIPTIONS: dict[str, str] = {
                        "many were held back (`suppressed`). `0` prints every one.",
     "events_file": "Also append every printed event, as a JSON line, to this file. It may be "
                    "rotated by logrotate with `create` (the next event goes to the new file; "
-                   "a SIGHUP in `postrotate` switches at once) or `copytruncate`. The daemon "
-                   "never reads it, even where `paths` match it.",
+                   "a SIGHUP in `postrotate` switches at once) or `copytruncate`; deleted (`rm`), "
+                   "it is made again at the next event. The daemon never reads it, even "
+                   "where `paths` match it.",
     "max_open_files": "Files kept open at once; beyond it the idlest are closed (after a "
                       "checkpoint) and reopened by identity when they grow. `auto`: the "
                       "descriptor limit, raised at start from the soft to the hard limit, less "

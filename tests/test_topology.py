@@ -259,6 +259,31 @@ def test_the_events_file_rotated_without_a_sighup_is_followed(tmp_path):
     assert "seq=2" not in (tmp_path / "events.jsonl.1").read_text()
 
 
+def test_the_events_file_deleted_by_hand_is_made_again(tmp_path):
+    """`rm events.jsonl` (a full disk cleaned by hand): the next event finds the file it
+    writes to deleted and makes the path's file anew. (The events went on into the deleted
+    file, which no one could read, until a reload.) A file only renamed away is left alone:
+    logrotate's `create` makes the new one itself."""
+    _, events, log, d = _events_file_daemon(tmp_path)
+    with d:
+        with open(log, "a") as f:
+            f.write(line_for(1) + "\n")
+        assert wait_for(lambda: "seq=1" in events.read_text(), 30)
+        events.unlink()
+        with open(log, "a") as f:
+            f.write(line_for(2) + "\n")
+        assert wait_for(lambda: events.exists() and "seq=2" in events.read_text(), 30), \
+            "no events file made again"
+        moved = tmp_path / "events.jsonl.old"
+        events.rename(moved)  # renamed, no new file yet: written on where it is
+        with open(log, "a") as f:
+            f.write(line_for(3) + "\n")
+        assert wait_for(lambda: "seq=3" in moved.read_text(), 30)
+        assert not events.exists()
+        assert d.stop() == 0
+    assert "seq=1" not in moved.read_text() and "seq=2" in moved.read_text()
+
+
 def test_the_events_file_beside_the_logs_is_not_read_back(tmp_path):
     """`events_file` in the directory the globs read (`/var/log/sglang/matcher.log` under
     `/var/log/sglang/*.log`): the daemon does not follow its own output. (It did, and each

@@ -197,13 +197,20 @@ class EventWriter:
         """Reopen the events file when its path names another file now: logrotate's `create`
         renamed it away and made a new one, with no `postrotate` SIGHUP (the events went on
         into the rotated file, and the new one stayed empty). A path with no file for now is
-        left alone: `create` makes one right after its rename."""
+        left alone while the file written to is still linked somewhere (renamed: `create`
+        makes the new one right after its rename), and made anew once that file is deleted
+        (`rm`, or a rotation with `rotate 0`): the events went on into a file no one could
+        read again, until a reload."""
         try:
             there = os.stat(path)
+        except FileNotFoundError:
+            if self._linked():
+                return
         except OSError:
             return
-        if self._holds(there):
-            return
+        else:
+            if self._holds(there):
+                return
         try:
             stream: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept
         except OSError as e:
@@ -222,6 +229,13 @@ class EventWriter:
             return self._holds(os.stat(path))
         except OSError:
             return False
+
+    def _linked(self) -> bool:
+        """Whether the file written to still has a name (or cannot be asked)."""
+        try:
+            return os.fstat(self._stream.fileno()).st_nlink > 0
+        except (OSError, ValueError):
+            return True
 
     def _holds(self, there: os.stat_result) -> bool:
         """Whether the file `there` describes is the one this writes to."""
