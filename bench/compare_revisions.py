@@ -54,6 +54,9 @@ def main() -> int:
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     trees = {"base": worktree(args.base, args.work), "this": ROOT}
+    for tree in trees.values():  # as `bench/run.py`'s `compiled`: bytecode as a wheel has it
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "matcher")],
+                       check=True)
     events = {name: scan(tree, args.log, args.scan_args)[1] for name, tree in trees.items()}
     times: dict[str, list[float]] = {name: [] for name in trees}
     for i in range(args.runs):

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import CURATED, GREP, ROOT, SCAN, export, generate
+from run import CURATED, GREP, ROOT, SCAN, compiled, export, generate
 
 
 def load() -> list[float]:
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/sglang-bench"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scan_parallel.json")
     args = ap.parse_args(argv)
+    compiled()
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SGLANG_MATCHER_REPEAT_INTERVAL": "0"}
