@@ -54,9 +54,15 @@ def main() -> int:
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     trees = {"base": worktree(args.base, args.work), "this": ROOT}
-    for tree in trees.values():  # as `bench/run.py`'s `compiled`: bytecode as a wheel has it
+    for tree in trees.values():
+        # As a wheel has them: the package's bytecode (`bench/run.py`'s `compiled`) and the
+        # precompiled built-in catalog, which git does not hold (a worktree without it loaded
+        # the catalog from the cache instead, and its start-up was not the installed one).
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "matcher")],
                        check=True)
+        subprocess.run([sys.executable, "-m", "matcher", "catalog", "precompile", "--if-needed"],
+                       cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True,
+                       capture_output=True)
     events = {name: scan(tree, args.log, args.scan_args)[1] for name, tree in trees.items()}
     times: dict[str, list[float]] = {name: [] for name in trees}
     for i in range(args.runs):

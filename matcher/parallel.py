@@ -443,7 +443,10 @@ def worth_it(paths: Sequence[str], read_size: int) -> bool:
     """Whether workers can be forked and the files are large enough to gain by them:
     `MIN_PARALLEL_READS` reads in all, a compressed file counted as `COMPRESSED_RATIO` times
     its size."""
+    if not available():
+        return False
     total = 0
+    enough = MIN_PARALLEL_READS * read_size
     for path in paths:
         if path == "-" or not _regular(path):
             continue  # (read by the parent, `read_alone`)
@@ -453,8 +456,10 @@ def worth_it(paths: Sequence[str], read_size: int) -> bool:
                 head = f.read(saved.HEAD_BYTES) if size else b""
             total += size * (COMPRESSED_RATIO if saved.compression(head, path) else 1)
         except (OSError, saved.NotReadable):
-            return available()  # the scan says what is wrong with it, as with one process
-    return available() and total >= MIN_PARALLEL_READS * read_size
+            return True  # the scan says what is wrong with it, as with one process
+        if total >= enough:
+            return True  # (the rest of a directory of many logs need not be opened)
+    return False
 
 
 def _regular(path: str) -> bool:
@@ -536,7 +541,12 @@ def _plan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], jobs: int, read
             if detected is None and not compressed:  # (a compressed file's worker decides)
                 probe = LineDecoder(pipeline.input_format,
                                     max_line_bytes=pipeline.max_line_bytes)
-                probe.detect(f.read(read_size))
+                # What the peek buffered decides as the first read would, if it holds a whole
+                # line; only else is the first read read (a MiB allocated for each of a
+                # directory's small logs was a third of the plan).
+                probe.detect(f.peek(read_size)[:read_size])
+                if probe.detected is None:
+                    probe.detect(f.read(read_size))
                 detected = probe.detected
         except BaseException:
             f.close()

@@ -133,6 +133,34 @@ def test_docker_across_cuts(loaded, concatenated, tmp_path):
     _same(loaded, [path], read_size=2048, jobs=(2,))
 
 
+def test_a_first_line_longer_than_the_peek_decides_as_the_first_read(loaded, tmp_path):
+    """The plan decides a file's format from what its peek buffered (8 KiB) when that holds a
+    whole line, else from its first read, as `scan -j 1` does. sglang's first line is its
+    `server_args=` dump, 19 KB in a real launch log: as docker JSON, the peek holds no whole
+    line, and the tasks cut past it must still be read as docker."""
+    launch = REPO / "tests/fixtures/sglang/launch/scheduler_vllm_missing_api_key.log"
+    lines = launch.read_text().split("\n")[:-1]
+    # From sglang's first logged line on (Python's warnings printed before it are left out).
+    lines = lines[next(i for i, x in enumerate(lines) if "server_args=" in x):]
+    assert len(lines[0]) > 16_384
+    path = tmp_path / "docker.log"
+    path.write_text("".join(json.dumps({"log": x + "\n", "stream": "stderr",
+                                        "time": "2026-01-01T00:00:00Z"}) + "\n"
+                            for x in lines) * 200)  # 8 MB: worth workers at 64 KiB reads
+    catalog, engine = loaded
+    plan: list[list[parallel.Task]] = []
+    held: list[io.FileIO] = []
+    pipeline = type("P", (), {"input_format": "auto", "max_line_bytes": 1 << 20})
+    try:
+        parallel._plan(pipeline, [(str(path), str(path))], 2, 64 << 10, parallel.split_file,
+                       plan, held)
+    finally:
+        for f in held:
+            f.close()
+    assert len(plan[0]) > 1 and {t.detected for t in plan[0]} == {"docker"}
+    _same(loaded, [path], read_size=64 << 10, jobs=(2,))
+
+
 def test_text_json_and_exit_code(loaded, concatenated, tmp_path):
     catalog, _ = loaded
     quiet = tmp_path / "quiet.log"
