@@ -178,6 +178,22 @@ def test_builtin_catalog_loads_clean():
     assert catalog.by_id("4e2cdd4d6209ebbd") is not None
 
 
+def test_no_builtin_record_says_a_thing_twice():
+    """What an operator reads at 3 a.m. says each thing once: no record's documentation
+    repeats a sentence, and no solution is listed twice (a curated NCCL record's closing
+    sentence was there twice, from two edits that each added it)."""
+    import re
+
+    repeated = []
+    for record in load_catalog().records:
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", record.documentation or "")
+                     if len(s) > 30]
+        solutions = list(record.solutions or ())
+        if len(set(sentences)) < len(sentences) or len(set(solutions)) < len(solutions):
+            repeated.append(record.id)
+    assert repeated == []
+
+
 def test_parsed_cache_gives_the_records_a_parse_gives(tmp_path, monkeypatch, cache_dir):
     """A large file's records come from the cache on the second load — the same records, issues
     included — and a damaged entry, or a changed file, is parsed again."""
