@@ -32,7 +32,8 @@ which is a pure function of the record), so only it is spread:
 - Files of one read or less (a node's many small logs) go to the workers in batches
   (`batches`): one round trip each cost more than reading them. A file's last task also ends
   the file in the worker (`Pipeline.end_of_source`: its last line without a newline, the
-  traceback still open) and ships what that makes (`_Done.ending`), taken with its steps.
+  traceback still open) and ships what that makes (`_Done.ending`), taken with its steps;
+  its reading state, ended, stays there, and the parent has nothing left to end.
 - Events become dicts (redaction, the other costly step) in the workers, in order; and, for
   `scan --format json`, JSON lines there too (`encode`): on the 1 GB bench log the parent
   encoding 6,000 events after the last read was 0.19 s of a 7.3 s run.
@@ -174,7 +175,9 @@ class _Done:
     states: list[object]
     # The splitter's line number at each of those boundaries (counted from the warm-up read).
     linenos: list[int]
-    end: Reader
+    # The reading state after the task's last read; None when the task ended the file
+    # (`ending`): nothing reads on from it, and the parent has nothing left to end.
+    end: Reader | None
     damaged: str | None = None  # compressed data that ended early or was damaged, or a file
     # truncated while read (`saved.shrank`): what and where
     short: bool = False  # the file ended before the task's last read: it shrank while read
@@ -299,9 +302,10 @@ def _run(task: Task) -> _Done:
     ending: _Step | None = None
     if task.stop is None and states:
         before = _snapshot(front.stats)
-        front.end_of_source(source)  # (the objects in `reader` are left ended)
+        front.end_of_source(source)
         records, front.taken = front.taken, []
         ending = _step(front, records, index, _counts(before, front.stats, source))
+        return _Done(steps, states, linenos, None, damaged, short, ending)
     reader[2].redactor = None  # the parent's goes in
     return _Done(steps, states, linenos, reader, damaged, short or not states, ending)
 
@@ -626,6 +630,7 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
             dicts.add(read_alone(path, source))
             continue
         true: Reader | None = None  # the reading state at the boundary reached
+        ended = False  # a worker ended the file, and the parent took that ending
         cut = False  # the file ended before a task's last read: it shrank while read
         for _ in own:
             result = done.next()
@@ -640,7 +645,7 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
                         why, cut = result.damaged, True
                     else:
                         more, true = _take(pipeline, task, result, true, records, read_size)
-                        why, cut = result.damaged, result.short
+                        why, cut, ended = result.damaged, result.short, true is None
                 except _Replaced as e:
                     why, cut = str(e), True
                 if cut and why is None and task is not own[-1]:
@@ -651,6 +656,10 @@ def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str
             progress(task.disk_bytes, events=len(more), files=int(task.last))
             if why is not None:
                 damaged(path, why)
+        if ended:  # (a small file's only task, as a rule: ending it here cost a third of
+            # the parent's work over a directory of them, and its state a trip back)
+            pipeline.forget_reader(source)
+            continue
         if true is None:  # replaced before its first task was read: nothing was
             true = pipeline.reader(source)
         pipeline.set_reader(source, *true)
@@ -805,10 +814,11 @@ class _Dicts:
 
 
 def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
-          records: Sequence[CatalogRecord], read_size: int) -> tuple[list[Event], Reader]:
+          records: Sequence[CatalogRecord], read_size: int) -> tuple[list[Event], Reader | None]:
     """The events of one task's reads, and the true reading state after them: the worker's
     from the boundary where its state is the true one (its line numbers moved to the true
-    ones there); before it, the parent's own reading."""
+    ones there); before it, the parent's own reading. None for the state: the worker ended
+    the file (`_Done.ending`), and that ending is among the events."""
     source = task.source
     events: list[Event] = []
     k = 0  # reads done by the parent
@@ -847,7 +857,8 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
         found = [[_unpack(p, r, records) for p in packed]
                  for r, packed in zip(step.records, step.matches, strict=True)]
         events += pipeline.aggregate(step.records, found)
-    _renumber(result.end, shift)
+    if result.end is not None:
+        _renumber(result.end, shift)
     return events, result.end
 
 

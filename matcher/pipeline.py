@@ -315,6 +315,14 @@ class Pipeline:
         framer.redactor = self.redactor
         self._positions[source] = splitter.position
 
+    def forget_reader(self, source: str) -> None:
+        """`source` was ended elsewhere (`matcher.parallel`: the worker that read its last part
+        ran `end_of_source`, and its events are in): what it was read with here goes without
+        being ended again, which would give its open traceback or last line a second time."""
+        self._splitters.pop(source, None)
+        self._decoders.pop(source, None)
+        self._framers.pop(source, None)
+
     def detected_format(self, source: str) -> str | None:
         """The container format `source` is read as (None until its first non-empty line)."""
         decoder = self._decoders.get(source)
