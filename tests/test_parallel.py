@@ -147,7 +147,6 @@ def test_a_first_line_longer_than_the_peek_decides_as_the_first_read(loaded, tmp
     path.write_text("".join(json.dumps({"log": x + "\n", "stream": "stderr",
                                         "time": "2026-01-01T00:00:00Z"}) + "\n"
                             for x in lines) * 200)  # 8 MB: worth workers at 64 KiB reads
-    catalog, engine = loaded
     plan: list[list[parallel.Task]] = []
     held: list[io.FileIO] = []
     pipeline = type("P", (), {"input_format": "auto", "max_line_bytes": 1 << 20})
