@@ -20,7 +20,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import ROOT, compiled
 
 
 def worktree(rev: str, work: Path) -> Path:
@@ -55,11 +56,10 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     trees = {"base": worktree(args.base, args.work), "this": ROOT}
     for tree in trees.values():
-        # As a wheel has them: the package's bytecode (`bench/run.py`'s `compiled`) and the
-        # precompiled built-in catalog, which git does not hold (a worktree without it loaded
-        # the catalog from the cache instead, and its start-up was not the installed one).
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "matcher")],
-                       check=True)
+        # As a wheel has them: the package's bytecode and the precompiled built-in catalog,
+        # which git does not hold (a worktree without it loaded the catalog from the cache
+        # instead, and its start-up was not the installed one).
+        compiled(tree)
         subprocess.run([sys.executable, "-m", "matcher", "catalog", "precompile", "--if-needed"],
                        cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True,
                        capture_output=True)

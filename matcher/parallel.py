@@ -182,9 +182,9 @@ class _Done:
     # truncated while read (`saved.shrank`): what and where
     short: bool = False  # the file ended before the task's last read: it shrank while read
     # A file's last task: what ending it makes (`Pipeline.end_of_source`: the last line if it
-    # has no newline, the traceback still open), `end` left with nothing to end. The parent's
-    # own end of the file then finds nothing: matching those last records there was a third
-    # of its work over a directory of small logs.
+    # has no newline, the traceback still open), taken with its steps; the parent then forgets
+    # the file (ending it there again, and matching its last records, was a third of its work
+    # over a directory of small logs).
     ending: _Step | None = None
 
 
