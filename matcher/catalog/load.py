@@ -229,8 +229,10 @@ def _unwrap(doc: Any) -> Any:
 _STR_FIELDS = (
     "slug", "errorMessage", "errorClass", "errorType", "filePath", "githubUrl", "documentation",
     "triggerScenarios", "commonSituations", "exampleFix", "messagePattern", "severity", "role",
+    "sourcePackage", "generator",
 )
-_STR_LIST_FIELDS = ("solutions", "preventionTips", "tags", "sglangVersions", "consequenceOf")
+_STR_LIST_FIELDS = ("solutions", "preventionTips", "tags", "sglangVersions", "consequenceOf",
+                    "sourceVersions")
 
 
 def validate_record(
@@ -343,6 +345,9 @@ def validate_record(
         prevention_tips=tuple(raw.get("preventionTips") or ()),
         tags=tuple(map(_shared, raw.get("tags") or ())),
         sglang_versions=tuple(map(_shared, raw.get("sglangVersions") or ())),
+        source_package=_shared(raw.get("sourcePackage") or ""),
+        source_versions=tuple(map(_shared, raw.get("sourceVersions") or ())),
+        generator=_shared(raw.get("generator") or ""),
         locations=pack_locations(locations),
         examples_match=tuple(ex_match),
         examples_no_match=tuple(ex_no),

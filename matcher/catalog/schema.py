@@ -148,6 +148,13 @@ class CatalogRecord:
     # Releases where the message exists: versions (`"0.5.23"`) or inclusive ranges
     # (`"0.4.0..0.4.3.post2"`, PEP 440 order), as `catalog extract` writes them.
     sglang_versions: tuple[str, ...] = ()
+    # What the record's message comes from when it is not sglang's own Python: the package
+    # (`sourcePackage`: `flashinfer-python`, `sglang-router`, `cuda-runtime` …), that package's
+    # versions as `sglangVersions` ranges are written (`sourceVersions`), and the generator in
+    # `matcher.catalog` that made the record (`generator`). Empty: sglang's source, or unsaid.
+    source_package: str = ""
+    source_versions: tuple[str, ...] = ()
+    generator: str = ""
     # Where the site was in releases whose file or line differ from the top-level (newest) one,
     # packed (`pack_locations`); read them as `sglang_locations`.
     locations: str = ""
