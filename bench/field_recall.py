@@ -1,6 +1,10 @@
-"""How many real failures from sglang's issue tracker we recognize, and for how many we say
-how to fix them: the field corpus (`tests/fixtures/field/`) scanned as `sglang-matcher scan`
-scans a file, with the built-in catalog.
+"""How many real failures from public threads we recognize, and for how many we say how to fix
+them: the field corpus scanned as `sglang-matcher scan` scans a file, with the built-in catalog.
+
+The corpus has two splits (`bench/field_split.py` gives the rule): **train**
+(`tests/fixtures/field/`), which records and rules may be written from, and **test**
+(`tests/fixtures/field-test/`), which nobody reads while writing them. The test figure is the
+one that predicts a user's next failure; of the test split this prints only figures per family.
 
 Each excerpt is text a user pasted into a public sglang issue or PR, unedited but for secrets
 and user names; its `index.json` entry names the thread, the family and the one line a person
@@ -10,13 +14,15 @@ reading it names as the root cause. An excerpt counts as
   is that root cause: the event's message is the root-cause line's text (behind whatever
   wrapper the line carries), or — for a line that is a traceback's source line, such as a bare
   `assert x is not None` — the event is the exception that traceback ends in;
-- **with a fix** when that record's remediation lists at least one solution.
+- **with a fix** when that record's remediation lists at least one solution that says what to
+  do: a pointer (the source at a release, a search of the issues) is counted apart, as
+  **pointer only**.
 
 A generic record that matched only a header (`Scheduler hit an exception:`) does not count:
 the operator learns that something failed, not what.
 
-    python bench/field_recall.py              # the table per family, then every miss
-    python bench/field_recall.py --json F     # also the whole result as JSON
+    python bench/field_recall.py              # the tables per family, then every train miss
+    python bench/field_recall.py --json F     # also the train outcomes as JSON
 """
 
 from __future__ import annotations
@@ -31,8 +37,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "fixtures" / "field"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from field_split import TEST_DIR, TRAIN_DIR  # noqa: E402
+
+CORPUS = TRAIN_DIR
 
 from matcher.catalog import Catalog, load_catalog  # noqa: E402
 from matcher.engine import Engine  # noqa: E402
@@ -49,6 +59,7 @@ class Excerpt:
     family: str
     sglang_version: str | None
     root_cause: str
+    split: str = "train"
 
 
 @dataclass(frozen=True)
@@ -58,20 +69,33 @@ class Outcome:
     family: str
     recognized: bool
     with_fix: bool
+    pointer_only: bool
     pattern_id: str | None
     root_cause: str
     events: list[str]
 
 
-def corpus(root: Path = CORPUS) -> list[Excerpt]:
+def corpus(root: Path = CORPUS, split: str = "train") -> list[Excerpt]:
     """Every excerpt of every `index.json` under `root`, checked as the tests check them."""
     out = []
     for index in sorted(root.rglob("index.json")):
         for entry in json.loads(index.read_text(encoding="utf-8")):
             path = index.parent / entry["file"]
             out.append(Excerpt(path, entry["url"], entry["family"], entry.get("sglang_version"),
-                               entry["root_cause"]))
+                               entry["root_cause"], split))
     return out
+
+
+# The words a generated record gives when no flag decides its check: where to read, what to
+# search. They help a person dig; they do not say what to change.
+_POINTER = re.compile(
+    r"^(?:Read the source\b|Search sglang's issues\b|The check `.*` must hold for this code path"
+    r"|sglang fails here when `)", re.DOTALL)
+
+
+def is_pointer(solution: str) -> bool:
+    """A solution that only points at the source or at an issue search."""
+    return bool(_POINTER.match(solution.strip()))
 
 
 _SPACE = re.compile(r"\s+")
@@ -124,10 +148,12 @@ def score(excerpts: Iterable[Excerpt], catalog: Catalog) -> list[Outcome]:
     for ex in excerpts:
         events = scan(engine, catalog, ex.path)
         hit = next((e for e in events if is_root_cause(e, ex.root_cause)), None)
-        fix = bool(hit and (hit.get("remediation") or {}).get("solutions"))
+        solutions = (hit.get("remediation") or {}).get("solutions") or [] if hit else []
+        fix = any(not is_pointer(s) for s in solutions)
         outcomes.append(Outcome(
-            file=str(ex.path.relative_to(CORPUS)), url=ex.url, family=ex.family,
-            recognized=hit is not None, with_fix=fix,
+            file=ex.path.relative_to(ROOT / "tests" / "fixtures").as_posix(), url=ex.url,
+            family=ex.family, recognized=hit is not None, with_fix=fix,
+            pointer_only=bool(solutions) and not fix,
             pattern_id=hit.get("pattern_id") if hit else None, root_cause=ex.root_cause,
             events=[f"{e.get('pattern_id') or 'unknown'}: {(e.get('message') or '')[:100]}"
                     for e in events]))
@@ -136,16 +162,29 @@ def score(excerpts: Iterable[Excerpt], catalog: Catalog) -> list[Outcome]:
 
 def table(outcomes: list[Outcome]) -> str:
     families = sorted({o.family for o in outcomes})
-    rows = [("family", "excerpts", "recognized", "with a fix")]
+    rows = [("family", "excerpts", "recognized", "with a fix", "pointer only")]
     for fam in [*families, "all"]:
         group = [o for o in outcomes if fam in ("all", o.family)]
         n = len(group)
         rec = sum(o.recognized for o in group)
         fix = sum(o.with_fix for o in group)
-        rows.append((fam, str(n), f"{rec} ({100 * rec / n:.0f}%)", f"{fix} ({100 * fix / n:.0f}%)"))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        ptr = sum(o.pointer_only for o in group)
+        rows.append((fam, str(n), f"{rec} ({100 * rec / n:.0f}%)", f"{fix} ({100 * fix / n:.0f}%)",
+                     str(ptr)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                      for r in rows)
+
+
+def figures(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
+    """Per family and in all: excerpts, recognized, with a fix, pointer only."""
+    out: dict[str, dict[str, int]] = {}
+    for fam in [*sorted({o.family for o in outcomes}), "all"]:
+        group = [o for o in outcomes if fam in ("all", o.family)]
+        out[fam] = {"excerpts": len(group), "recognized": sum(o.recognized for o in group),
+                    "with_fix": sum(o.with_fix for o in group),
+                    "pointer_only": sum(o.pointer_only for o in group)}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,21 +193,33 @@ def main(argv: list[str] | None = None) -> int:
     cache.use(cache.default_cache_dir())  # as sglang-matcher does: warm starts
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="write every outcome as JSON here")
-    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--corpus", type=Path, default=CORPUS,
+                    help="the train corpus (default: tests/fixtures/field)")
+    ap.add_argument("--test-corpus", type=Path, default=TEST_DIR,
+                    help="the test corpus: only its figures are printed")
     args = ap.parse_args(argv)
     catalog = load_catalog()
     outcomes = score(corpus(args.corpus), catalog)
+    tested = score(corpus(args.test_corpus, "test"), catalog) if args.test_corpus.is_dir() else []
+    print(f"train split ({len(outcomes)} excerpts, {len({o.url for o in outcomes})} threads):")
     print(table(outcomes))
+    if tested:
+        print(f"\ntest split, never read while writing records ({len(tested)} excerpts, "
+              f"{len({o.url for o in tested})} threads):")
+        print(table(tested))
     misses = [o for o in outcomes if not o.with_fix]
     if misses:
-        print("\nnot recognized, or no fix:")
+        print("\ntrain: not recognized, or no fix:")
     for o in misses:
-        print(f"- {o.file} ({o.family}, {'recognized, no fix' if o.recognized else 'missed'})"
+        said = "missed" if not o.recognized else \
+            "recognized, a pointer only" if o.pointer_only else "recognized, no fix"
+        print(f"- {o.file} ({o.family}, {said})"
               f"  {o.url}\n    root cause: {o.root_cause[:160]}")
         for e in o.events[:4]:
             print(f"    event: {e}")
-    if args.json:
-        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
+    if args.json:  # the train outcomes; the test split's as its figures alone
+        summary = {"train": [asdict(o) for o in outcomes], "test": figures(tested)}
+        args.json.write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 
 

@@ -1,6 +1,6 @@
-"""The field corpus (`tests/fixtures/field/`): real excerpts from public sglang threads, each
-with its thread, its family and the root-cause line a person names — checked as data here;
-`bench/field_recall.py` scores the matcher on it."""
+"""The field corpus (`tests/fixtures/field/`, train, and `tests/fixtures/field-test/`, test):
+real excerpts from public threads, each with its thread, its family and the root-cause line a
+person names — checked as data here; `bench/field_recall.py` scores the matcher on it."""
 
 from __future__ import annotations
 
@@ -11,24 +11,58 @@ from collections import Counter
 from pathlib import Path
 
 FIELD = Path(__file__).parent / "fixtures" / "field"
+FIELD_TEST = Path(__file__).parent / "fixtures" / "field-test"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from field_recall import corpus, is_root_cause  # noqa: E402
+from field_recall import corpus, is_pointer, is_root_cause  # noqa: E402
+from field_split import FAMILIES, seen_threads, split_of, thread_key  # noqa: E402
+
+_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+")
 
 
 def test_every_excerpt_is_indexed_with_its_thread_and_a_whole_root_cause_line():
-    excerpts = corpus(FIELD)
+    excerpts = corpus(FIELD) + corpus(FIELD_TEST, "test")
     assert len(excerpts) >= 80
-    assert len(Counter(e.family for e in excerpts)) >= 6
     indexed = {e.path for e in excerpts}
-    assert indexed == set(FIELD.glob("*/*.log"))  # no excerpt without an entry, none missing
+    # no excerpt without an entry, none missing
+    assert indexed == set(FIELD.glob("*/*.log")) | set(FIELD_TEST.glob("*/*.log"))
     for e in excerpts:
-        assert re.fullmatch(r"https://github\.com/sgl-project/sglang/(issues|pull)/\d+", e.url), e.url
-        assert e.path.name.split("-")[0] == e.url.rsplit("/", 1)[1], e.path.name
+        assert _URL.fullmatch(e.url), e.url
+        assert e.family in FAMILIES, (e.path.name, e.family)
+        number = e.url.rsplit("/", 1)[1]
+        assert number in e.path.name.split("-"), e.path.name  # `N-slug` or `repo-N-slug`
         assert e.root_cause in e.path.read_text(encoding="utf-8").splitlines(), e.path.name
-    for index in FIELD.glob("*/index.json"):
+    for index in [*FIELD.glob("*/index.json"), *FIELD_TEST.glob("*/index.json")]:
         files = [x["file"] for x in json.loads(index.read_text())]
         assert len(files) == len(set(files))
+
+
+def test_every_excerpt_is_in_the_split_the_rule_gives_its_thread():
+    seen = seen_threads()
+    for e in corpus(FIELD) + corpus(FIELD_TEST, "test"):
+        assert split_of(e.url, seen) == e.split, (e.path, e.url)
+    # A thread is in one split: its excerpts never straddle.
+    train = {thread_key(e.url) for e in corpus(FIELD)}
+    test = {thread_key(e.url) for e in corpus(FIELD_TEST, "test")}
+    assert not train & test
+
+
+def test_the_split_rule_keeps_seen_threads_in_train_and_hashes_the_rest():
+    seen = frozenset({"sgl-project/sglang#1"})
+    assert split_of("https://github.com/sgl-project/sglang/issues/1", seen) == "train"
+    # Issue, pull request and discussion URLs of one thread land together; case does not matter.
+    for n in range(200):
+        a = split_of(f"https://github.com/sgl-project/sglang/issues/{n + 2}", seen)
+        assert a == split_of(f"https://github.com/SGL-Project/sglang/pull/{n + 2}", seen)
+    hashed = [split_of(f"https://github.com/o/r/issues/{n}", seen) for n in range(2000)]
+    assert 0.45 < hashed.count("test") / len(hashed) < 0.55
+
+
+def test_a_pointer_is_not_a_fix():
+    assert is_pointer("Read the source at this release for what leads here: https://x.")
+    assert is_pointer("Search sglang's issues for this message: https://github.com/x")
+    assert is_pointer("sglang fails here when `x is None`: change what makes it true (the …)")
+    assert not is_pointer("Lower --mem-fraction-static (now 0.9) to 0.8.")
 
 
 def test_a_root_cause_is_the_matched_exception_not_the_header_or_another_line():
