@@ -5,9 +5,14 @@ reaches us as sglang wrote it: torch.distributed's elastic launcher prefixes eve
 rank with `[rank3]:`, `kubectl logs --timestamps` and CI systems put an RFC 3339 timestamp in
 front, `kubectl logs --prefix` puts `[pod/name/container]`, docker compose `name-1  | `, syslog
 collectors `Jan  2 03:04:05 host prog[pid]: `, Ray `(Actor pid=123) `, `srun --label` the task
-number, c10's own log lines `[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] `, and people
-paste logs into issues behind `> ` — often two or three of these at once. Behind any chain of
-them, a traceback is a traceback and an exception line an exception line.
+number, c10's own log lines `[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] `, cloud log
+exports a level and a time (`ERROR 2025-04-07T19:13:52.31Z `), FastChat's logger
+`2024-08-27 12:54:55 | ERROR | stderr | `, Python's logging `2025-06-30 06:18:36,801
+xinference.core.worker 113 ERROR    `, and people paste logs into issues behind `> ` or inside
+backticks — often two or three of these at once. Behind any chain of them, a traceback is a
+traceback and an exception line an exception line. xoscar (xinference) also puts the actor's
+`[address=0.0.0.0:43399, pid=1793] ` inside the message, after `RuntimeError: `: `unwrap`
+takes that off too.
 
 `unwrap` takes off every known wrapper at a line's start, in any order and combination, and
 says which torch rank the line came from when the wrapper names one (ranks collapse like
@@ -25,6 +30,13 @@ from dataclasses import dataclass
 _WRAPPER = re.compile(
     r"""(?:
       >[ ]?                                                    # a quoted paste
+    | `{1,3}(?=[^`])                                           # a paste in backticks (see _fenced)
+    | (?:DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|FATAL|DEFAULT)[ ]+
+      \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)[ ]?            # cloud export
+    | \d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d[ ]\|[ ][A-Z]+[ ]\|[ ][\w.-]+[ ]\|[ ]?         # FastChat
+    | \d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}[ ][\w.-]+[ ]\d+[ ]
+      (?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]+                # logging: time name pid level
+    | \[address=[^\]\s,]+,[ ]pid=\d+\][ ]?                       # xoscar's actor
     | \[rank(?P<rank>\d+)\]:[ ]?                               # torch.distributed / torchrun
     | \[pod/[^\]\s]+\][ ]?                                     # kubectl logs --prefix
     | \[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ ]?  # RFC 3339
@@ -37,7 +49,9 @@ _WRAPPER = re.compile(
     re.VERBOSE,
 )
 # A line can only start with a wrapper if it starts with one of these.
-_MAY_WRAP = frozenset(">[(0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_MAY_WRAP = frozenset(">`[(0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# xoscar's actor inside an exception's message: `RuntimeError: [address=…, pid=…] Initialization…`
+_ACTOR = re.compile(r"(?<=: )\[address=[^\]\s,]+, pid=\d+\] ")
 MAX_WRAPPERS = 6
 
 
@@ -50,20 +64,44 @@ class Unwrapped:
 
 def unwrap(text: str) -> Unwrapped:
     """`text` without the wrappers at its start, and the torch rank one of them names."""
+    if "[address=" in text:
+        inner = _ACTOR.sub("", text, count=1)
+        if inner != text:
+            found = unwrap(inner)
+            return Unwrapped(found.text, found.rank, True)
     if not text or text[0] not in _MAY_WRAP:
         return Unwrapped(text)
     rank = None
     start = 0
+    end = len(text)
     for _ in range(MAX_WRAPPERS):
-        m = _WRAPPER.match(text, start)
+        m = _WRAPPER.match(text, start, end)
         if m is None or m.end() == start:
             break
         if m.group("rank") is not None:
             rank = f"rank{m.group('rank')}"
+        if text[start] == "`":
+            fenced = _fenced(text, start, m.end(), end)
+            if fenced is None:
+                break
+            end = fenced
         start = m.end()
     if start == 0:
         return Unwrapped(text)
-    return Unwrapped(text[start:], rank, True)
+    return Unwrapped(text[start:end], rank, True)
+
+
+def _fenced(text: str, start: int, inner: int, end: int) -> int | None:
+    """Where the text a backtick run opens ends: before the same run closing the line, or at the
+    line's end when the run never comes again (a paste's closing backticks on a later line).
+    None when the run comes again inside: the backticks are the message's own
+    (`` `A_log` must be a 1D tensor. ``)."""
+    run = text[start:inner]
+    closes = text.endswith(run, inner, end) and end - len(run) >= inner
+    body_end = end - len(run) if closes else end
+    if text.find("`", inner, body_end) != -1:
+        return None
+    return body_end
 
 
 # A traceback's first frame line behind a wrapper (Python indents frames by two spaces; pastes

@@ -29,6 +29,9 @@ WRAPPERS = {
     "syslog": lambda i: "Dec  2 14:32:19 gpu-node-3 sglang[2211]: ",
     "ray": lambda i: "(SGLangHttpServer pid=250977) ",
     "srun": lambda i: "0: ",
+    "cloud-export": lambda i: f"ERROR 2026-12-02T14:32:{i % 60:02d}.31Z ",
+    "fastchat": lambda i: f"2024-08-27 12:54:{i % 60:02d} | ERROR | stderr | ",
+    "logging": lambda i: f"2025-06-30 06:18:{i % 60:02d},801 xinference.core.worker 113 ERROR    ",
 }
 
 
@@ -86,7 +89,28 @@ def test_torch_rank_wrapped_tracebacks_of_interleaved_ranks_are_one_failure(cura
      "torch.distributed.DistBackendError: [1] is setting up NCCL communicator", None),
     ("(SGLangHttpServer pid=250977) [torch_memory_saver.cpp] CUresult error: 2 (out of memory)",
      "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)", None),
-    # Not wrappers: sglang's own prefix, a traceback's indentation, a plain message.
+    # sglang#3932: a paste that opens a backtick on its first line and closes it lines later.
+    (("`[rank4]:[E304 12:54:52.122900428 ProcessGroupNCCL.cpp:616] [Rank 4] **Watchdog caught "
+     "collective operation timeout:**"), ("[Rank 4] **Watchdog caught collective operation "
+     "timeout:**"), "rank4"),
+    # lm-sys/FastChat#3498: docker compose in front of FastChat's logger.
+    (("ubuntu-xllm-stream-1-1  | 2024-08-27 12:54:55 | ERROR | stderr | Traceback (most recent "
+     "call last):"), "Traceback (most recent call last):", None),
+    # xorbitsai/inference#3745: xoscar's actor inside the message, and Python's logging in front.
+    (("RuntimeError: [address=0.0.0.0:43399, pid=1793] Initialization failed. Please see the "
+     "error messages above."), ("RuntimeError: Initialization failed. Please see the error "
+     "messages above."), None),
+    (("2025-06-30 06:18:36,801 xinference.core.worker 113 ERROR    [request b087e27a-55b4-11f0-"
+     "93e7-7ac282aee84d] Leave launch_builtin_model, error: [address=0.0.0.0:43399, pid=1793] "
+     "Initialization failed."), ("[request b087e27a-55b4-11f0-93e7-7ac282aee84d] Leave "
+     "launch_builtin_model, error: Initialization failed."), None),
+    # xorbitsai/inference#3138
+    (("2025-03-28 08:30:52,932 xinference.api.restful_api 393044 ERROR    [address=0.0.0.0:44547, "
+     "pid=393543] Initialization failed. Ple"), "Initialization failed. Ple", None),
+    # Not wrappers: sglang's own prefix, a traceback's indentation, a plain message, a message
+    # that starts with its own backticks, a level that no time follows.
+    ("`A_log` must be a 1D tensor.", None, None),
+    ("ERROR: Could not find a version that satisfies the requirement sglang", None, None),
     ("[2026-12-02 14:32:19 TP0] Scheduler hit an exception:", None, None),
     ('  File "/x/sglang/srt/managers/scheduler.py", line 3, in f', None, None),
     ("Traceback (most recent call last):", None, None),
