@@ -20,9 +20,14 @@ later within the window is folded into the group already emitted — not counted
 again — so an event may list fewer ranks than printed the error; the count of failures stays
 right. `scan` waits, and lists every rank.
 
+A failure's identity is where it happened and what it is: its source (one log file, one
+journal), its record (or, unknown, its fingerprint) and its captured values. Ranks collapse, and
+consequences attach, only within one source: the same failure in two pods' logs is two events.
+
 Repeats (a crash loop) are rate-limited when `repeat_interval` is set: at most one printed event
-per error per source (one log file, one journal) per interval of arrival time; the others come
-out `quiet` — counted by the metrics sink, not printed — and the next printed one carries
+per identity per interval of arrival time — the same record with another captured value
+(`--flag-b` after `--flag-a`) is another failure, printed at once; the repeats come out `quiet` —
+counted by the metrics sink, not printed — and the next printed one of that identity carries
 `suppressed: N`.
 
 Time: windows run on the time we read a line, not the time the line claims. The caller passes
@@ -160,6 +165,7 @@ class _Closed:
     log_t: float | None
     now_t: float
     pattern_id: str | None = None
+    source: str = ""
 
 
 @dataclass(slots=True)
@@ -213,9 +219,9 @@ class Aggregator:
         self._closed: OrderedDict[tuple[object, ...], _Closed] = OrderedDict()
         self._closed_cause: _Closed | None = None
         self._last_cause: _Group | None = None
-        # (source, error) → arrival time of its last printed event; → quiet repeats since then.
-        self._last_printed: OrderedDict[tuple[str, str], float] = OrderedDict()
-        self._suppressed: OrderedDict[tuple[str, str], int] = OrderedDict()
+        # A failure's identity → arrival time of its last printed event; → quiet repeats since.
+        self._last_printed: OrderedDict[tuple[object, ...], float] = OrderedDict()
+        self._suppressed: OrderedDict[tuple[object, ...], int] = OrderedDict()
         # Each record's remediation, made once while it keeps firing: the events of a record
         # share one dict, which nothing changes (`event_dict` and the sinks copy what they
         # redact or add).
@@ -234,9 +240,11 @@ class Aggregator:
         if match is None and not record.exceptions:
             return out
         if match is not None and (match.pattern.role == "consequence"
-                                  or self._follows(match.pattern.consequence_of, t, now)):
+                                  or self._follows(match.pattern.consequence_of, t, now,
+                                                   record.source)):
             cause = self._last_cause
-            if cause is not None and cause.key in self._open and self._within(cause, t, now):
+            if cause is not None and cause.key in self._open and self._within(cause, t, now) \
+                    and cause.record.source == record.source:
                 if cause.match is not None and cause.match.pattern.id == match.pattern.id:
                     cause.occurrences += 1  # the same message again (another GPU thread)
                 elif match.message not in cause.consequences:
@@ -244,7 +252,8 @@ class Aggregator:
                 cause.hold(record)
                 return out
             closed_cause = self._closed_cause
-            if closed_cause is not None and self._within(closed_cause, t, now):
+            if closed_cause is not None and self._within(closed_cause, t, now) \
+                    and closed_cause.source == record.source:
                 return out
         key = self._key(record, match)
         group = self._open.get(key)
@@ -316,22 +325,26 @@ class Aggregator:
             self._now = now
         return self._now
 
-    def _follows(self, causes: tuple[str, ...], t: float | None, now: float) -> bool:
-        """The last root cause reported, within the window, is one of `causes` (ids): the
-        record is part of that failure (`consequenceOf`), not a failure of its own."""
+    def _follows(self, causes: tuple[str, ...], t: float | None, now: float, source: str
+                 ) -> bool:
+        """The last root cause reported, within the window and in `source`, is one of
+        `causes` (ids): the record is part of that failure (`consequenceOf`), not a failure of
+        its own."""
         if not causes:
             return False
         cause = self._last_cause
         if cause is not None and cause.key in self._open and cause.match is not None:
-            return cause.match.pattern.id in causes and self._within(cause, t, now)
+            return cause.match.pattern.id in causes and self._within(cause, t, now) \
+                and cause.record.source == source
         closed = self._closed_cause
         return closed is not None and closed.pattern_id in causes \
-            and self._within(closed, t, now)
+            and self._within(closed, t, now) and closed.source == source
 
     def _close_early(self, group: _Group) -> Event:
         was_cause = self._last_cause is group
         closed = _Closed(set(group.ranks), group.log_t, group.now_t,
-                         group.match.pattern.id if group.match is not None else None)
+                         group.match.pattern.id if group.match is not None else None,
+                         group.record.source)
         self._closed.pop(group.key, None)  # a new entry goes to the end
         self._closed[group.key] = closed
         if len(self._closed) > self.max_tracked:
@@ -377,10 +390,14 @@ class Aggregator:
         return out
 
     def _key(self, record: Record, match: Match | None) -> tuple[object, ...]:
+        """A failure's identity: where (its source) and what (record and captured values, or
+        the unknown exception's fingerprint)."""
         if match is not None:
-            return ("known", match.pattern.id, tuple(sorted(match.captures.items())))
+            return (record.source, "known", match.pattern.id,
+                    tuple(sorted(match.captures.items())))
         exc = record.exceptions[-1]
-        return ("unknown", fingerprint(exc.error_class, exc.message, raising_frame(record)))
+        return (record.source, "unknown",
+                fingerprint(exc.error_class, exc.message, raising_frame(record)))
 
     def _close(self, group: _Group) -> Event:
         return self._rate_limit(self._event(group), group.now_t)
@@ -399,8 +416,10 @@ class Aggregator:
         horizon = min(t, oldest) - self.repeat_interval
         while printed and next(iter(printed.values())) <= horizon:
             printed.popitem(last=False)
-        # Per source: the same failure in another server's log is news, not a repeat.
-        key = (event.source, event.pattern_id or event.fingerprint or "")
+        # A failure's identity: the same failure in another server's log, or with another
+        # captured value, is news, not a repeat.
+        key = (event.source, event.pattern_id or event.fingerprint or "",
+               tuple(sorted(event.captures.items())))
         last = printed.get(key)
         if last is not None and t - last < self.repeat_interval:
             self._suppressed[key] = self._suppressed.get(key, 0) + 1

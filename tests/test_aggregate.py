@@ -86,7 +86,9 @@ def test_plain_lines_that_match_nothing_make_no_event():
 
 
 def test_open_offsets_name_each_sources_first_record_in_groups_not_yet_emitted():
-    """A group holds the first record of each source it took one from, consequences included."""
+    """A group holds the first record of its source, consequences included; the same failure
+    in another source is a group of its own (another server), and a consequence attaches only
+    to a cause of its own source."""
     engine = engine_with(NCCL, SIGQUIT)
     line = ("[2026-01-01 12:00:0{s} TP{r}] "
             "RuntimeError: NCCL error in: x.cpp:1, unhandled system error")
@@ -94,15 +96,51 @@ def test_open_offsets_name_each_sources_first_record_in_groups_not_yet_emitted()
     records = [
         (frame_text(line.format(s=0, r=0), "a")[0], 30),
         (frame_text(line.format(s=0, r=1), "a")[0], 10),
-        (frame_text(line.format(s=1, r=2), "b")[0], 70),
-        (frame_text("[2026-01-01 12:00:02] Received sigquit from a child process.", "c")[0], 5),
+        (frame_text(line.format(s=1, r=1), "b")[0], 70),
+        (frame_text("[2026-01-01 12:00:02] Received sigquit from a child process.", "b")[0], 75),
     ]
     for record, offset in records:
         assert agg.add(replace(record, offset=offset), engine.match(record)) == []
-    assert [agg.open_offsets(s) for s in ("a", "b", "c", "d")] == [[10], [70], [5], []]
-    (e,) = agg.finish()
-    assert (e.ranks, e.consequences, agg.open_offsets("a")) == (
-        ("TP0", "TP1", "TP2"), ("Received sigquit from a child process.",), [])
+    assert [agg.open_offsets(s) for s in ("a", "b", "c")] == [[10], [70], []]
+    events = agg.finish()
+    assert [(e.source, e.ranks, e.consequences) for e in events] == [
+        ("a", ("TP0", "TP1"), ()),
+        ("b", ("TP1",), ("Received sigquit from a child process.",))]
+    assert agg.open_offsets("a") == []
+
+
+def test_the_same_failure_on_two_pods_is_two_events_and_ranks_never_merge_across_sources():
+    """TP0 of pod A and TP1 of pod B fail alike within the window: two events, each with its
+    own rank, not one event of pod A listing both."""
+    engine = engine_with(NCCL)
+    line = ("[2026-01-01 12:00:00 TP{r}] "
+            "RuntimeError: NCCL error in: x.cpp:1, unhandled system error")
+    for early in (False, True):
+        agg = Aggregator(early=early)
+        events = []
+        for source, r in (("pod-a.log", 0), ("pod-b.log", 1)):
+            for rec in frame_text(line.format(r=r), source):
+                events += agg.add(rec, engine.match(rec), 0.0, [f"TP{r}"])
+        events += agg.finish()
+        assert sorted((e.source, e.ranks) for e in events) == [
+            ("pod-a.log", ("TP0",)), ("pod-b.log", ("TP1",))], early
+
+
+def test_another_captured_value_is_a_new_failure_printed_at_once():
+    """`--flag-b` five seconds after `--flag-a` is printed, not held as a repeat of it; a
+    true repeat is still quiet, and its count comes with the next print of that identity."""
+    flag = {"id": "flag-test", "messagePattern": r"unrecognized arguments: (?P<flag>\S+)"}
+    engine = engine_with(flag)
+    agg = Aggregator(window=5.0, early=True, repeat_interval=60.0)
+    events = []
+    for now, name in ((0.0, "--flag-a"), (5.0, "--flag-b"), (6.0, "--flag-c"),
+                      (7.0, "--flag-b"), (100.0, "--flag-b")):
+        for rec in frame_text(f"launch_server.py: error: unrecognized arguments: {name}"):
+            events += agg.add(rec, engine.match(rec), now)
+    events += agg.finish()
+    assert [(e.captures["flag"], e.quiet, e.suppressed) for e in events] == [
+        ("--flag-a", False, 0), ("--flag-b", False, 0), ("--flag-c", False, 0),
+        ("--flag-b", True, 0), ("--flag-b", False, 1)]
 
 
 def test_crash_loop_prints_once_per_interval_and_counts_every_repeat():
