@@ -276,9 +276,11 @@ DESCRIPTIONS: dict[str, str] = {
                     "`scan` does.",
     "rank_grace": "Seconds the other ranks get to print the same error before an early event "
                   "is emitted.",
-    "repeat_interval": "A repeated error in one file (or journal) is printed once per this many "
-                       "seconds; every repeat is counted, and the next printed event says how "
-                       "many were held back (`suppressed`). `0` prints every one.",
+    "repeat_interval": "A repeated failure (the same record with the same captured values, in "
+                       "one file or journal) is printed once per this many seconds; every "
+                       "repeat is counted, and the next printed event says how many were held "
+                       "back (`suppressed`). Another value or another source is printed at "
+                       "once. `0` prints every one.",
     "events_file": "Also append every printed event, as a JSON line, to this file. It may be "
                    "rotated by logrotate with `create` (the next event goes to the new file; "
                    "a SIGHUP in `postrotate` switches at once) or `copytruncate`; deleted (`rm`), "
