@@ -56,7 +56,11 @@ GROUP_BARS = re.compile(r"^(?:\s*\| ?)+")
 _GROUP_SEPARATOR = re.compile(r"^[\s|+]*(?:\+-+|-{4,}).*$|^[\s|]*\.\.\.")
 # Lines of other writers that end a bare traceback's message (uvicorn, glog, timestamps).
 _OTHER_LOG_FORMAT = re.compile(
-    r"^(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::|\s)|[IWEF]\d{4} |\d{4}-\d\d-\d\d[ T]\d)"
+    r"^(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::|\s)|[IWEF]\d{4} |\d{4}-\d\d-\d\d[ T]\d"
+    # NCCL's debug log (`host:pid:tid [dev] socket.c:485 NCCL WARN …`) and the native crash
+    # lines: what follows an exception there is another failure, not its message going on.
+    r"|\S+:\d+:\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?:WARN|INFO|ERROR|TRACE|ABORT)\b"
+    r"|terminate called |Fatal Python error: |thread '[^']*' panicked at )"
 )
 
 # `…/torch/cuda/__init__.py:182: UserWarning: …` — a warning another module printed.

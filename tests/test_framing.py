@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from matcher.catalog.check import frame_text
@@ -259,3 +261,22 @@ def test_open_offsets_are_where_each_record_still_being_assembled_starts():
     assert sorted(framer.open_offsets()) == [0, 30]
     framer.finish()
     assert framer.open_offsets() == []
+
+
+def test_a_native_error_line_after_an_exception_ends_it_and_each_failure_is_its_own_record():
+    """An unknown exception, at once an `NCCL WARN` line, then a CUDA illegal-access traceback
+    (real lines: sglang #4048's exception, #5594's NCCL line, #3713's traceback): a record
+    each, the first exception's message without the NCCL line."""
+    field = Path(__file__).parent / "fixtures" / "field"
+    first = (field / "model-runtime" / "4048-max-new-tokens-none-typeerror.log"
+             ).read_text().splitlines()[:2]
+    nccl = next(x for x in (field / "distributed-build" / "5594-nccl-socket-connect-abort.log"
+                            ).read_text().splitlines() if "NCCL WARN" in x)
+    ima = (field / "gpu" / "3713-ima-lora-stream-sync.log").read_text().splitlines()
+    text = "\n".join([*first, nccl, *ima]) + "\n"
+    records = frame_text(text)[1:]  # the first: the paste's source line, alone
+    assert [r.exceptions[-1].error_class if r.exceptions else None for r in records] == [
+        "TypeError", None, "RuntimeError"]
+    assert records[0].exceptions[-1].message == (
+        "'>' not supported between instances of 'NoneType' and 'int'")
+    assert records[1].header == nccl
