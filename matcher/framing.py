@@ -382,6 +382,11 @@ class Framer:
         if not stripped:
             return  # a blank line means nothing on its own
         exc = parse_exception_line(msg)
+        if exc is not None and exc.error_class.endswith("Warning"):
+            # `Warning: You are sending unauthenticated requests…`, `FutureWarning: …`: a library
+            # talking, not an exception; a record may still know the line. (Raised, with a
+            # traceback, a warning is an exception like any other.)
+            exc = None
         if exc is not None:
             # `[ts TP0] AcceleratorError: …` logged without a traceback: its message may go on
             # over the following unprefixed lines, so it stays open like a traceback's last line.
