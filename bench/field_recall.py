@@ -21,6 +21,12 @@ reading it names as the root cause. An excerpt counts as
 A generic record that matched only a header (`Scheduler hit an exception:`) does not count:
 the operator learns that something failed, not what.
 
+The **precision check**: every event matched on a traceback's exception names, through its
+record, the site that raised it; when the traceback shows sglang's frames, the record's file
+(at some release that has it) must be the innermost of them. Each disagreement is counted (in
+both splits: a wrong site is wrong wherever it is), the train split's printed, and `tests/test_field_precision.py` fails
+on any.
+
     python bench/field_recall.py              # the tables per family, then every train miss
     python bench/field_recall.py --json F     # also the train outcomes as JSON
 """
@@ -132,6 +138,60 @@ def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b(?::|$)")
 
 
+@dataclass(frozen=True)
+class Disagreement:
+    file: str
+    pattern_id: str
+    message: str
+    record_files: tuple[str, ...]
+    raised_in: str
+
+
+def _from_package(path: str) -> str:
+    i = path.rfind("sglang/")
+    return path[i:] if i >= 0 else path
+
+
+def site_disagreement(event: dict[str, Any], catalog: Catalog) -> tuple[tuple[str, ...], str] | None:
+    """(the record's files, the traceback's innermost sglang frame) when they disagree: the
+    event is matched on its traceback's last exception, its record names an sglang file, and
+    that traceback's innermost sglang frame is in none of the files the record has at any
+    release. None when they agree or nothing can be compared."""
+    from matcher.catalog.check import frame_text
+    from matcher.frames import frames_by_exception, message_sites
+
+    tb = event.get("traceback")
+    cls = event.get("error_class") or ""
+    message = event.get("message") or ""
+    if not tb or not event.get("pattern_id") or not cls or not message.startswith(cls):
+        return None
+    record = _records(catalog).get(event["pattern_id"])
+    if record is None or record.raised_in is not None or not record.file_path:
+        return None
+    files = {_from_package(record.file_path)}
+    files.update(_from_package(loc[1]) for loc in record.sglang_locations if loc[1])
+    if not any(f.startswith("sglang/") for f in files):
+        return None
+    framed = [r for r in frame_text(tb, "tb") if r.exceptions]
+    if not framed:
+        return None
+    per_exception = frames_by_exception(framed[-1])
+    shown = message_sites(per_exception[-1]) if per_exception else ()
+    if not shown or files & set(shown):
+        return None
+    return tuple(sorted(files)), shown[0]
+
+
+_BY_ID: dict[int, dict[str, Any]] = {}
+
+
+def _records(catalog: Catalog) -> dict[str, Any]:
+    kept = _BY_ID.get(id(catalog))
+    if kept is None:
+        kept = _BY_ID[id(catalog)] = {r.id: r for r in catalog.records}
+    return kept
+
+
 def scan(engine: Engine, catalog: Catalog, path: Path) -> list[dict[str, Any]]:
     """The events `sglang-matcher scan --format json PATH` prints, as dicts."""
     pipeline = Pipeline(engine, catalog_version=catalog.version)
@@ -142,11 +202,19 @@ def scan(engine: Engine, catalog: Catalog, path: Path) -> list[dict[str, Any]]:
     return [event_dict(e, redactor) for e in sorted(events, key=lambda e: e.offset)]
 
 
-def score(excerpts: Iterable[Excerpt], catalog: Catalog) -> list[Outcome]:
+def score(excerpts: Iterable[Excerpt], catalog: Catalog,
+          disagreements: list[Disagreement] | None = None) -> list[Outcome]:
     engine = Engine(catalog.records)
     outcomes = []
     for ex in excerpts:
         events = scan(engine, catalog, ex.path)
+        if disagreements is not None:
+            for e in events:
+                found = site_disagreement(e, catalog)
+                if found is not None:
+                    disagreements.append(Disagreement(
+                        ex.path.relative_to(ROOT / "tests" / "fixtures").as_posix(),
+                        e["pattern_id"], (e.get("message") or "")[:160], *found))
         hit = next((e for e in events if is_root_cause(e, ex.root_cause)), None)
         solutions = (hit.get("remediation") or {}).get("solutions") or [] if hit else []
         fix = any(not is_pointer(s) for s in solutions)
@@ -199,8 +267,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the test corpus: only its figures are printed")
     args = ap.parse_args(argv)
     catalog = load_catalog()
-    outcomes = score(corpus(args.corpus), catalog)
-    tested = score(corpus(args.test_corpus, "test"), catalog) if args.test_corpus.is_dir() else []
+    wrong: list[Disagreement] = []
+    outcomes = score(corpus(args.corpus), catalog, wrong)
+    tested = score(corpus(args.test_corpus, "test"), catalog, wrong) \
+        if args.test_corpus.is_dir() else []
     print(f"train split ({len(outcomes)} excerpts, {len({o.url for o in outcomes})} threads):")
     print(table(outcomes))
     if tested:
@@ -217,6 +287,12 @@ def main(argv: list[str] | None = None) -> int:
               f"  {o.url}\n    root cause: {o.root_cause[:160]}")
         for e in o.events[:4]:
             print(f"    event: {e}")
+    print(f"\nprecision: {len(wrong)} events name a site their traceback contradicts")
+    for d in wrong:
+        if not d.file.startswith("field/"):  # the test split: counted, never shown
+            continue
+        print(f"- {d.file}: {d.pattern_id} ({', '.join(d.record_files)}) but raised in "
+              f"{d.raised_in}\n    {d.message}")
     if args.json:  # the train outcomes; the test split's as its figures alone
         summary = {"train": [asdict(o) for o in outcomes], "test": figures(tested)}
         args.json.write_text(json.dumps(summary, indent=1) + "\n")

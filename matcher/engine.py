@@ -52,7 +52,7 @@ from matcher.catalog.patterns import (
     positional_capture_names,
 )
 from matcher.catalog.schema import LAYER_RANK, CatalogRecord
-from matcher.frames import frames_by_exception, identifying
+from matcher.frames import frames_by_exception, identifying, message_sites
 from matcher.framing import DOCKER_RECORD_START_SIGNS, RECORD_START_SIGNS
 from matcher.prefilter import ChunkPrefilter
 from matcher.types import Match, Record
@@ -133,6 +133,32 @@ class EngineStats:
     # shipped built-in catalog; "precompiled+miss" etc.: and a user's layer)
     cache: str = "off"
     note: str = ""  # why the precompiled catalog was not used, when it could have been
+
+
+def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Match]]) -> None:
+    """A generated record is a site of sglang's source: matched by its message on a traceback
+    whose exception passed through sglang's frames, it must be where the traceback says the
+    message was made (`frames.message_sites`), at some release that has the record. Else the
+    message is a look-alike — the interpreter's own `'X' object has no attribute 'y'`, or
+    the same words raised elsewhere — and the event would name a site the log contradicts:
+    the match is dropped, and another record (or none) speaks for the exception."""
+    sites: dict[tuple[str, str], tuple[str, ...]] | None = None
+    for i, (_, m) in list(best.items()):
+        rec = m.pattern
+        if m.on_header or rec.peek("layer") != "generated" or rec.peek("raised_in") is not None:
+            continue
+        if sites is None:
+            sites = {(exc.error_class, exc.message): message_sites(f) for exc, f in
+                     zip(record.exceptions, frames_by_exception(record), strict=True)}
+        shown = sites.get((m.error_class, m.message), ())
+        if shown and not _sites(rec) & set(shown):
+            del best[i]
+
+
+def _sites(rec: CatalogRecord) -> set[str]:
+    """The files (from `sglang/` on) that hold `rec` at any release."""
+    paths = [rec.file_path or "", *(loc[1] for loc in rec.sglang_locations)]
+    return {p[p.rfind("sglang/"):] for p in paths if "sglang/" in p}
 
 
 def targets_of(record: Record) -> list[Target]:
@@ -345,6 +371,8 @@ class Engine:
                     best[i] = (key, _match(pattern, captures, record, target, cut=False))
         if not self.messages_only and any(part.heads for part in self._parts):
             self._match_cut(record, targets, best)
+        if record.kind == "traceback" and best:
+            _drop_contradicted_sites(record, best)
         if self.framed and record.exceptions:
             self._match_framed(record, best)
         return [m for _, m in sorted(best.values(), key=lambda km: km[0])]

@@ -144,6 +144,25 @@ def identifying(frames: tuple[Frame, ...] | list[Frame]) -> tuple[Frame, ...]:
     return (ours,) if ours is last else (ours, last)
 
 
+# A helper that raises what it was given (`raise ValueError(message)`, `raise exc`): the
+# message was made by its caller.
+_PASS_THROUGH = re.compile(r"raise \w+(?:\(\w+\))?")
+
+
+def message_sites(frames: tuple[Frame, ...] | list[Frame]) -> tuple[str, ...]:
+    """Where in sglang (paths from `sglang/` on) the exception's message was made, as the
+    traceback shows it: the innermost sglang frame and, while that frame only raises what it
+    was given (a helper such as `raise_error_or_warn`), its callers in turn. Empty when no
+    frame of sglang's is printed."""
+    ours = [f for f in frames if f.ours]
+    out: list[str] = []
+    for f in reversed(ours):
+        out.append(f.package_path)
+        if not _PASS_THROUGH.fullmatch(f.source):
+            break
+    return tuple(out)
+
+
 def raising_frame(record: Record) -> Frame | None:
     """The frame that raised the exception that escaped: its innermost sglang frame, else its
     innermost frame (None: no frame printed)."""
