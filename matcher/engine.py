@@ -157,7 +157,7 @@ def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Matc
 
 def _sites(rec: CatalogRecord) -> set[str]:
     """The files (from `sglang/` on) that hold `rec` at any release."""
-    paths = [rec.file_path or "", *(loc[1] for loc in rec.sglang_locations)]
+    paths = [rec.file_path or "", *(loc[1] or "" for loc in rec.sglang_locations)]
     return {p[p.rfind("sglang/"):] for p in paths if "sglang/" in p}
 
 
