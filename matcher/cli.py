@@ -614,6 +614,7 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
     if not ways:
         out.write(f"failure: {failure}\n{rec.id} says how to fix it in words only:\n")
         out.write("".join(f"  - {s}\n" for s in rec.how_to_fix) or "  (no solutions given)\n")
+        out.write("".join(f"  see: {s}\n" for s in rec.references))
         return EXIT_FOUND
     if args.way is not None and not 1 <= args.way <= len(ways):
         raise UsageError(f"--way {args.way}: {rec.id} has {len(ways)} ways out")
@@ -707,6 +708,8 @@ def cmd_explain(record_id: str, catalog: Catalog, out: TextIO) -> int:
         lines += ["", "When it happens:", f"  {rec.trigger_scenarios}"]
     if rec.how_to_fix:
         lines += ["", "How to fix:"] + [f"  {n}. {s}" for n, s in enumerate(rec.how_to_fix, 1)]
+    if rec.references:
+        lines += ["", "No fix is known; to dig further:"] + [f"  - {s}" for s in rec.references]
     if rec.example_fix:
         lines += ["", "Example fix:"] + ["  " + x for x in rec.example_fix.splitlines()]
     if rec.fix_actions:

@@ -114,6 +114,10 @@ def _render_known(i: int, entry: Entry) -> list[str]:
         out.append("    How to fix:")
         for n, s in enumerate(rem["solutions"], 1):
             out.extend(_wrap(f"{n}. {s}", 6, hang=3))
+    if rem.get("references"):
+        out.append("    No fix is known; to dig further:")
+        for s in rem["references"]:
+            out.extend(_wrap(f"- {s}", 6, hang=2))
     if rem.get("example_fix"):
         out.append("    Example fix:")
         out.extend("      " + line for line in rem["example_fix"].splitlines())

@@ -306,6 +306,10 @@ def test_reference_check_says_how_to_update(tmp_path):
 
 # Spelled in pieces, so that this file does not find itself.
 OUTSIDE = ("/".join(("..", "shared")), "/".join(("", "work", "")))
+# Logs users pasted hold their own machines' paths (`/work/vllm/…`): there only this
+# workspace's own places count.
+OUTSIDE_PASTED = ("/".join(("..", "shared")), "/".join(("", "work", "main")),
+                  "/".join(("", "work", "wt", "")), "/".join(("", "work", "shared")))
 
 
 def test_no_tracked_file_refers_outside_the_repository():
@@ -321,5 +325,8 @@ def test_no_tracked_file_refers_outside_the_repository():
         if b"\0" in data[:8192]:
             continue  # binary
         text = data.decode("utf-8", "replace")
-        found += [f"{name}: {needle}" for needle in OUTSIDE if needle in text]
+        pasted = name.startswith(("tests/fixtures/field/", "tests/fixtures/field-test/",
+                                  "tests/fixtures/healthy/"))
+        found += [f"{name}: {needle}" for needle in (OUTSIDE_PASTED if pasted else OUTSIDE)
+                  if needle in text]
     assert not found, f"references to places outside the repository: {found}"

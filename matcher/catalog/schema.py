@@ -218,9 +218,17 @@ class CatalogRecord:
 
     @property
     def how_to_fix(self) -> tuple[str, ...]:
-        """The solutions: as written, or (`words`) derived again from the record."""
-        if self.solutions or not self.words:
-            return self.solutions
+        """The solutions: what to do, as written. A generated record whose check no flag
+        decides has none: its derived words point at the source and the issues
+        (`references`)."""
+        return self.solutions
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """Where to read more — the check at this release, a search of sglang's issues —
+        derived again from the record (`words`); not a way out."""
+        if not self.words:
+            return ()
         return _derived_words(self.error_type, self.github_url, self.error_message,
                               self.guard.when if self.guard is not None else None)
 
@@ -238,6 +246,7 @@ class CatalogRecord:
         return {
             "documentation": self.documentation,
             "solutions": list(self.how_to_fix),
+            **({"references": list(self.references)} if self.words else {}),
             "example_fix": self.example_fix,
             "url": self.github_url,
             **({"fix_actions": [[a.as_dict() for a in way] for way in self.fix_actions]}
