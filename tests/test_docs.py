@@ -306,7 +306,7 @@ def test_reference_check_says_how_to_update(tmp_path):
 
 # Spelled in pieces, so that this file does not find itself.
 OUTSIDE = ("/".join(("..", "shared")), "/".join(("", "work", "")))
-# Logs users pasted hold their own machines' paths (`/work/vllm/…`): there only this
+# Logs users pasted hold their own machines' paths (a `work` directory at the root): there only this
 # workspace's own places count.
 OUTSIDE_PASTED = ("/".join(("..", "shared")), "/".join(("", "work", "main")),
                   "/".join(("", "work", "wt", "")), "/".join(("", "work", "shared")))
