@@ -630,13 +630,18 @@ def cmd_fix(args: argparse.Namespace, catalog: Catalog, out: TextIO, *,
             "pattern_id": rec.id, "way": way, "ways": len(ways),
             "steps": list(fixed.steps), "command": list(fixed.argv), "removed": list(fixed.removed),
             "added": list(fixed.added), "before": list(fixed.before),
-            "placeholders": list(fixed.placeholders),
+            "placeholders": list(fixed.placeholders), "notes": list(fixed.notes),
+            "changes_model": fixed.changes_model,
             "other_ways": [[a.describe() for a in w] for n, w in enumerate(ways, 1)
                            if n != way]}, ensure_ascii=False) + "\n")
         return EXIT_OK
     lines = [f"failure: {failure}",
              f"fix {way} of {len(ways)}: " + "; ".join(fixed.steps)]
     lines += [f"  - {w}" for w in fixed.removed] + [f"  + {w}" for w in fixed.added]
+    lines += [f"  ({note})" for note in fixed.notes]
+    if fixed.changes_model:
+        lines.append("  note: this changes what the model computes (its numerics or its "
+                     "context), not only what it runs on; no other way applied here")
     if fixed.before:
         lines += ["first run:"] + [f"  {c}" for c in fixed.before]
     if not fixed.changes:

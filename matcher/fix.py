@@ -5,6 +5,13 @@ remove a flag, add a switch, set a flag's value, set an environment variable, in
 package. `apply` performs one way on a launch command given as its words (`argv`) and says what
 changed. Pure: nothing here runs the command or installs anything.
 
+Ways are ranked by what they change: a way that changes the resource or the flag the failure
+names comes before one that changes what the model computes (`--quantization`, `--dtype`,
+`--kv-cache-dtype`, a shorter `--context-length`), which is offered last and says so. A value
+left to choose ("higher than the current value") is computed when the command gives the
+current one: halfway to the top of the flag's range for "higher", a fifth less for "lower",
+twice the count for "more GPUs", each with a note saying how it was chosen.
+
 How a command is read, as argparse reads sglang's: words before the first `--flag` are the
 program (`python -m sglang.launch_server`, or `NAME=value` assignments and then the program); a
 flag's value is written `--flag=v` or as the words after it up to the next `--flag` (a
@@ -35,6 +42,8 @@ class Fixed:
     before: tuple[str, ...]
     placeholders: tuple[str, ...]
     steps: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # how a value left to choose was computed
+    changes_model: bool = False  # it changes what the model computes (offered last)
 
     @property
     def command(self) -> str:
@@ -97,12 +106,65 @@ def resolved(way: Sequence[FixAction], captures: dict[str, str] | None = None
     return [s for step in way for s in _resolve(step, captures or {})]
 
 
+# Flags whose change alters what the model computes, not what it is given to run on.
+MODEL_CHANGING = frozenset({"--quantization", "--dtype", "--kv-cache-dtype", "--context-length"})
+_HIGHER = re.compile(r"\b(?:higher|larger|more|increase|raise)\b", re.IGNORECASE)
+_LOWER = re.compile(r"\b(?:lower|smaller|fewer|less|decrease|reduce)\b", re.IGNORECASE)
+_RANGE_TOP = re.compile(r"[,\s](?P<top>\d+(?:\.\d+)?)\s*[\])]\s*$")
+
+
+def _concrete(step: FixAction, groups: list[list[str]]) -> tuple[FixAction, str] | None:
+    """A value left to choose relative to the current one, computed from the command's
+    current value (None: no numeric current value, or no direction said)."""
+    if step.op != "set" or not step.placeholder or not step.flag:
+        return None
+    names = {step.flag, *step.aliases}
+    current = next((g[1] for g in groups if _name(g) in names and len(g) == 2), None)
+    if current is None:
+        return None
+    try:
+        now = float(current)
+    except ValueError:
+        return None
+    text = step.value or ""
+    whole = "." not in current
+    if _HIGHER.search(text):
+        if whole:
+            value, how = str(int(now) * 2 if now >= 1 else 1), "twice the current value"
+        else:
+            m = _RANGE_TOP.search(step.range or "")
+            top = float(m.group("top")) if m else 1.0
+            value = f"{min(now + (top - now) / 2, top - 0.01):.2f}"
+            how = f"halfway from the current value to the top of its range ({m.group('top') if m else '1'})"
+    elif _LOWER.search(text):
+        if whole:
+            value, how = str(max(1, int(now * 0.8))), "a fifth less than the current value"
+        else:
+            value, how = f"{now * 0.8:.2f}", "a fifth less than the current value"
+    else:
+        return None
+    if value == current:
+        return None
+    note = f"{step.flag} {current} → {value}: {how}"
+    return FixAction(step.op, step.flag, value, step.aliases, step.one_of, step.range,
+                     step.name), note
+
+
 def apply(argv: Sequence[str], way: Sequence[FixAction],
           captures: dict[str, str] | None = None) -> Fixed:
     """`argv` with the steps of one way out performed, in order; `captures`: the failure's,
     for steps that name their flag by a capture."""
     way = resolved(way, captures)
     head, groups = _split(argv)
+    notes: list[str] = []
+    concrete = []
+    for step in way:
+        found = _concrete(step, groups)
+        if found is not None:
+            step, note = found
+            notes.append(note)
+        concrete.append(step)
+    way = concrete
     removed: list[str] = []
     added: list[str] = []
     before: list[str] = []
@@ -148,15 +210,17 @@ def apply(argv: Sequence[str], way: Sequence[FixAction],
         elif step.op == "install":
             before.append(f"pip install {shlex.quote(step.value or '')}")
     out = tuple(head + [w for g in groups for w in g])
+    changes_model = any(s.flag in MODEL_CHANGING or bool(set(s.aliases) & MODEL_CHANGING)
+                        for s in way if s.op in ("set", "add"))
     return Fixed(out, tuple(removed), tuple(added), tuple(before), tuple(placeholders),
-                 tuple(s.describe() for s in way))
+                 tuple(s.describe() for s in way), tuple(notes), changes_model)
 
 
 def choose(argv: Sequence[str], ways: Sequence[Sequence[FixAction]],
            captures: dict[str, str] | None = None) -> tuple[int, Fixed]:
-    """The way to offer first for this command (its 1-based number, and the result): the first
-    that changes the command and leaves nothing to fill in, else the first that changes it,
-    else the first. A derived record lists one way per flag; the one to take is the one on a
+    """The way to offer first for this command (its 1-based number, and the result): of the
+    ways that change the command, those that keep what the model computes first, and among
+    them the first that leaves nothing to fill in; else the first way. A derived record lists one way per flag; the one to take is the one on a
     flag this command gives (`remove --x` does nothing to a command without `--x`).
     NeedsCaptures when the first way names its flag by a capture the failure lacks."""
     results: list[tuple[int, Fixed]] = []
@@ -165,7 +229,8 @@ def choose(argv: Sequence[str], ways: Sequence[Sequence[FixAction]],
             results.append((n, apply(argv, way, captures)))
     if not results:
         return 1, apply(argv, ways[0], captures)  # raises NeedsCaptures, with its message
-    for n, fixed in results:
-        if fixed.changes and not fixed.placeholders:
-            return n, fixed
-    return next(((n, f) for n, f in results if f.changes), results[0])
+    changing = [(n, f) for n, f in results if f.changes]
+    if changing:
+        return min(changing, key=lambda nf: (nf[1].changes_model, bool(nf[1].placeholders),
+                                             nf[0]))
+    return results[0]

@@ -250,3 +250,43 @@ def test_choose_offers_the_way_that_changes_this_command_and_needs_no_value():
     assert n == 2 and fixed.placeholders == ("--page-size <page size>",)
     n, fixed = choose(argv, [absent])
     assert n == 1 and not fixed.changes
+
+
+def _memory_record() -> CatalogRecord:
+    """The curated record of `Not enough memory. Please try to increase --mem-fraction-static.`
+    (sglang's own words; real examples in patterns/sglang/curated/memory.json)."""
+    from matcher.catalog import load_catalog
+
+    catalog = load_catalog(generated=False)
+    [rec] = [r for r in catalog.records if r.error_message
+             == "Not enough memory. Please try to increase --mem-fraction-static."]
+    return rec
+
+
+def test_increase_the_flag_the_message_names_from_its_current_value_not_quantize():
+    """The message asks for a higher --mem-fraction-static and the command gives 0.7: the fix
+    raises it to a concrete value and says how it chose it; quantization, which changes what
+    the model computes, is not offered first."""
+    from matcher.fix import choose
+
+    rec = _memory_record()
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", "m",
+            "--mem-fraction-static", "0.7"]
+    _, fixed = choose(argv, rec.fix_actions)
+    assert "--mem-fraction-static 0.85" in shlex.join(fixed.argv)
+    assert "--quantization" not in fixed.argv and not fixed.changes_model
+    assert fixed.notes and "0.7 → 0.85" in fixed.notes[0]
+    # Without the flag in the command: still that flag, its value left to choose.
+    _, fixed = choose(argv[:5], rec.fix_actions)
+    assert fixed.placeholders and fixed.placeholders[0].startswith("--mem-fraction-static")
+    assert "--quantization" not in fixed.argv
+
+
+def test_a_way_that_changes_the_models_numerics_is_ranked_last_and_marked():
+    quantize = (FixAction("set", "--quantization", "fp8"),)
+    more_gpus = (FixAction("set", "--tp-size", "2"),)
+    from matcher.fix import choose
+
+    n, fixed = choose(["python", "-m", "sglang.launch_server"], [quantize, more_gpus])
+    assert n == 2 and not fixed.changes_model
+    assert apply(["python"], quantize).changes_model
