@@ -159,9 +159,9 @@ def apply(argv: Sequence[str], way: Sequence[FixAction],
     notes: list[str] = []
     concrete = []
     for step in way:
-        found = _concrete(step, groups)
-        if found is not None:
-            step, note = found
+        computed = _concrete(step, groups)
+        if computed is not None:
+            step, note = computed
             notes.append(note)
         concrete.append(step)
     way = concrete
