@@ -21,7 +21,11 @@ _URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions
 
 def test_every_excerpt_is_indexed_with_its_thread_and_a_whole_root_cause_line():
     excerpts = corpus(FIELD) + corpus(FIELD_TEST, "test")
-    assert len(excerpts) >= 80
+    # The corpus discipline: ≥ 300 excerpts of ≥ 200 threads over ≥ 20 families, ≥ 30% test.
+    assert len(excerpts) >= 300
+    assert len({thread_key(e.url) for e in excerpts}) >= 200
+    assert len({e.family for e in excerpts}) >= 20
+    assert sum(e.split == "test" for e in excerpts) >= 0.3 * len(excerpts)
     indexed = {e.path for e in excerpts}
     # no excerpt without an entry, none missing
     assert indexed == set(FIELD.glob("*/*.log")) | set(FIELD_TEST.glob("*/*.log"))
