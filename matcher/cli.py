@@ -112,20 +112,6 @@ class SubcommandParser(Parser):
         return namespace, extras
 
 
-class _Refuse(argparse.Action):
-    """An option that no longer means what it did: using it is a usage error that says what
-    to write instead."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, *, instead: str,
-                 **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
-        self.instead = instead
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        parser.error(f"{option_string}: {self.instead}")
-
-
 def _positive_int(text: str) -> int:
     try:
         n = int(text)
@@ -206,12 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
                             '"all", a release such as 0.5.23, "installed" or "none"')
     watch.add_argument("--input-format", choices=INPUT_FORMATS,
                        help="how the log is wrapped, as for scan (default auto, decided per file)")
-    watch.add_argument("--log-format", choices=("json", "console"),
-                       help="how events are written to stdout (default json)")
-    watch.add_argument("--format", dest="_format", action=_Refuse,
-                       instead="watch has no --format; use --input-format "
-                               f"{'|'.join(INPUT_FORMATS)} for the log's format, or --log-format "
-                               "json|console for how events are written")
+    watch.add_argument("--format", "--log-format", dest="log_format",
+                       choices=("auto", "json", "human", "console"),
+                       help="how events are written to stdout: json (one object per line), "
+                            "human (as scan prints them), or auto (default: human on a "
+                            "terminal, json otherwise); --input-format is the log's format")
+    watch.add_argument("--min-severity", choices=("info", "warning", "error", "critical"),
+                       help="print and send only events of this severity or above (default "
+                            "info: all); the metrics count every event")
     watch.add_argument("--poll-only", action="store_true", default=None,
                        help="no inotify: find changes by polling only (network filesystems)")
     watch.add_argument("--poll-interval", type=float, metavar="SECONDS")
@@ -447,6 +435,7 @@ def watch_flags(args: argparse.Namespace) -> dict[str, Any]:
         "sglang_version": args.sglang_version,
         "input_format": args.input_format,
         "log_format": args.log_format,
+        "min_severity": args.min_severity,
         "poll_only": args.poll_only,
         "poll_interval": args.poll_interval,
         "journal_units": args.journal_unit,

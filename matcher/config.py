@@ -20,7 +20,9 @@ from typing import Any
 
 ENV_PREFIX = "SGLANG_MATCHER_"
 INPUT_FORMATS = ("auto", "plain", "cri", "docker")
-LOG_FORMATS = ("json", "console")
+# `auto`: `human` when stdout is a terminal, else `json`; `console` is `human`'s older name.
+LOG_FORMATS = ("auto", "json", "human", "console")
+SEVERITIES = ("info", "warning", "error", "critical")
 # Label names the daemon's own series use (sinks/metrics.py, telemetry.py), and the ones
 # Prometheus gives a meaning (histogram buckets, summary quantiles): a static label of one of
 # these names would clash with them.
@@ -65,7 +67,8 @@ class Config:
     # until then), "all", one release ("0.5.23"), "installed" or "none" (no generated layer).
     sglang_version: str = "auto"
     input_format: str = "auto"
-    log_format: str = "json"
+    log_format: str = "auto"
+    min_severity: str = "info"
     from_beginning: bool = False
     poll_interval: float = 1.0
     poll_only: bool = False
@@ -207,6 +210,9 @@ def _validate(cfg: Config) -> Config:
     if cfg.log_format not in LOG_FORMATS:
         raise ConfigError(f"setting 'log_format': {cfg.log_format!r} is not one of "
                           f"{', '.join(LOG_FORMATS)}")
+    if cfg.min_severity not in SEVERITIES:
+        raise ConfigError(f"setting 'min_severity': {cfg.min_severity!r} is not one of "
+                          f"{', '.join(SEVERITIES)}")
     if cfg.metrics_addr is not None:
         _host, sep, port = cfg.metrics_addr.rpartition(":")
         if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:

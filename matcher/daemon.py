@@ -19,13 +19,14 @@ of input, plus lines still held in an open traceback or aggregation window) are 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import select
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,7 +41,7 @@ from matcher.source.checkpoint import CheckpointError
 from matcher.source.files import display_name
 from matcher.telemetry import Logger
 from matcher.topology import Compilation, Hooks, Topology, build, new_pipeline, retire
-from matcher.types import Batch, Chunk, Event, Fed, Line
+from matcher.types import SEVERITY_RANK, Batch, Chunk, Event, Fed, Line
 
 CHECKPOINT_RETENTION = 7 * 24 * 3600.0
 # While the full catalog compiles, what the pipeline was given is kept to be given again to
@@ -83,17 +84,41 @@ class Diagnostics:
         stream_gone(self._stream)
 
 
-def stderr_logger(stream: TextIO = sys.stderr) -> Logger:
-    """The daemon's own diagnostics: JSON lines on stderr, apart from the events on stdout."""
+def stderr_logger(stream: TextIO = sys.stderr, human: bool | None = None) -> Logger:
+    """The daemon's own diagnostics on stderr, apart from the events on stdout: JSON lines, or
+    (`human`; default: when stderr is a terminal) one short line each for a person."""
+    if human is None:
+        try:
+            human = stream.isatty()
+        except (OSError, ValueError):
+            human = False
     logger: Logger = structlog.wrap_logger(
         structlog.PrintLogger(Diagnostics(stream)),  # type: ignore[arg-type]
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.JSONRenderer(),
+            _diagnostic_line if human else structlog.processors.JSONRenderer(),
         ],
     )
     return logger
+
+
+def _diagnostic_line(_logger: Any, _name: str, fields: MutableMapping[str, Any]) -> str:
+    """`14:32:19 warning file_unreadable  path=/var/log/x.log detail=Permission denied`."""
+    when = str(fields.pop("timestamp", ""))[11:19]
+    level = str(fields.pop("level", "info"))
+    event = str(fields.pop("event", ""))
+    rest = "  ".join(f"{k}={_plain(v)}" for k, v in fields.items())
+    return f"{when} {level:<7} {event}" + (f"  {rest}" if rest else "")
+
+
+def _plain(value: Any) -> str:
+    """A value as a person reads it: text as it is, lists joined, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ",".join(_plain(v) for v in value)
+    return json.dumps(value, default=str)
 
 
 class Wakeup:
@@ -455,6 +480,9 @@ class Daemon:
         printed = tuple(e for e in shown if not e.quiet)
         if len(printed) < len(shown):
             topo.telemetry.events_suppressed(len(shown) - len(printed))
+        # Below `min_severity`: counted by the metrics (they read `events`), not printed or sent.
+        floor = SEVERITY_RANK[topo.config.min_severity]
+        printed = tuple(e for e in printed if SEVERITY_RANK.get(e.severity, 0) <= floor)
         # Redacted once, here, for every sink.
         batch = Batch(shown, printed, tuple(event_dict(e, topo.redactor) for e in printed))
         for sink in topo.sinks:

@@ -215,7 +215,13 @@ DESCRIPTIONS: dict[str, str] = {
                     "(`/var/log/pods`), `docker` json-file, or `auto`, judged per file from its "
                     "first line.",
     "log_format": "How events are written to standard output: `json` (one object per line, "
-                  "see [events](events.md)) or `console` for a person at a terminal.",
+                  "see [events](events.md)), `human` (what `scan` prints for a failure: "
+                  "class, pattern, message, where, ranks, what happened, how to fix), or "
+                  "`auto`: `human` when standard output is a terminal, else `json`. "
+                  "`console` is `human`'s older name.",
+    "min_severity": "Print, write and send only events of this severity or above (`info`, "
+                    "`warning`, `error`, `critical`); the metrics count every event whatever "
+                    "it is set to.",
     "from_beginning": "Read the files present at the very first start from their beginning "
                       "(otherwise from their end). Files that appear later are always read from "
                       "their beginning; after the first start, the checkpoint decides.",
@@ -398,7 +404,7 @@ def watch_flag_settings() -> tuple[dict[str, str], list[str]]:
     unmapped: list[str] = []
     for action in watch._actions:
         if action.help == argparse.SUPPRESS:
-            continue  # refused spellings (`--format`): not flags to document
+            continue  # refused spellings: not flags to document
         if not action.option_strings:
             argv = ["reference.log"]
             shown = f"{action.metavar or action.dest} …"
@@ -409,6 +415,8 @@ def watch_flag_settings() -> tuple[dict[str, str], list[str]]:
                 continue
             argv = [option, *_sample(action)]
             shown = option if not argv[1:] else f"{option} {_metavar(action)}"
+            # Other spellings first (`--format`, `--log-format auto|…`): the cell quotes each.
+            shown = "`, `".join([*sorted(set(action.option_strings) - {option}), shown])
         flags = watch_flags(watch.parse_args(argv))
         changed = [k for k in flags if flags[k] != base[k]]
         if not changed:

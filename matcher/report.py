@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+from matcher.types import SEVERITY_RANK
+
 KNOWN = ("sglang_error", "sglang_warning")  # events of a catalog record
 
 
@@ -70,9 +71,10 @@ def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: in
     unknown = [x for x in entries if x.first["event"] == "sglang_unknown_error"]
     consequences = [x for x in entries if x.first.get("role") == "consequence"]
     out: list[str] = []
-    n_err = sum(x.count for x in causes if x.first["event"] == "sglang_error")
-    n_warn = sum(x.count for x in causes) - n_err
-    n_unknown = sum(x.count for x in unknown)
+    # The entries listed below, not their occurrences (each entry says how often it was seen).
+    n_err = sum(1 for x in causes if x.first["event"] == "sglang_error")
+    n_warn = len(causes) - n_err
+    n_unknown = len(unknown)
     out.append(
         f"sglang-matcher scan: {_plural(n_err, 'known error')}, "
         f"{_plural(n_unknown, 'unknown exception')}, {_plural(n_warn, 'warning')} "
@@ -127,6 +129,30 @@ def _render_known(i: int, entry: Entry) -> list[str]:
         out.append("    Followed by (consequences): " + "; ".join(
             _one_line(c, 100) for c in entry.consequences))
     return out
+
+
+def event_text(event: dict[str, Any]) -> str:
+    """One event as `scan` prints a failure, for `watch` on a terminal: a line with the time
+    it was seen, then class, pattern, message, where, ranks, what happened and how to fix."""
+    entry = group_events([event])[0]
+    when = event.get("log_ts") or ""
+    if event["event"] == "sglang_unknown_error":
+        lines = [(f"UNKNOWN  {event.get('error_class') or '-'}  fingerprint "
+                 f"{event.get('fingerprint')}"),
+                 f"    {_one_line(event['message'], 300)}",
+                 f"    {_seen(entry)}",
+                 f"    at {', '.join(entry.sources)}",
+                 ("    No catalog record knows this exception; it is counted as "
+                 "sglang_log_unknown_errors_total.")]
+    else:
+        lines = _render_known(0, entry)
+        lines[0] = lines[0].split("] ", 1)[1]
+        if event.get("role") == "consequence":
+            lines[0] += "  (a consequence of an earlier failure)"
+    if event.get("suppressed"):
+        lines.append(f"    ({event['suppressed']} repeats held back since the last one printed)")
+    rule = "── " + (f"{when}  " if when else "")
+    return rule + lines[0] + "\n" + "\n".join(lines[1:]) + "\n"
 
 
 def _seen(entry: Entry) -> str:

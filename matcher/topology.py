@@ -134,6 +134,16 @@ class Topology:
             source.close()
 
 
+def output_format(setting: str, stream: TextIO) -> str:
+    """`auto`: `human` for a person at a terminal, `json` for a program (a pipe, a file)."""
+    if setting != "auto":
+        return setting
+    try:
+        return "human" if stream.isatty() else "json"
+    except (OSError, ValueError):  # closed
+        return "json"
+
+
 def load_checked_catalog(config: Config) -> Catalog:
     catalog = load_catalog(builtin=config.builtin_catalog, user_paths=list(config.catalogs),
                            generated=config.sglang_version != "none",
@@ -327,7 +337,8 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     events_file = _events_file(config, redactor, telemetry, prev, undo)
     webhook = _webhook(config, redactor, telemetry, prev, undo)
     otlp = _otlp(config, otlp_url, redactor, telemetry, prev, undo)
-    writer = EventWriter(stdout, redactor, config.log_format, failed=telemetry.output_failed)
+    writer = EventWriter(stdout, redactor, output_format(config.log_format, stdout),
+                         failed=telemetry.output_failed)
 
     # 5. Inputs, and where they were left.
     if prev is not None:

@@ -125,6 +125,8 @@ class Match:
 # `Event.error_class` when neither the catalog record nor the log names a class (a plain line
 # such as `NCCL WARN …`, a record without `errorClass`): never empty, in an event or a label.
 UNCLASSIFIED = "UnclassifiedError"
+# An event's severity, most severe first: `scan` lists by it, `min_severity` filters by it.
+SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 
 
 @pickled_as_arguments

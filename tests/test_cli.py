@@ -415,9 +415,10 @@ def test_a_bad_flag_value_names_the_flag(args, prog, needle):
     assert needle in _usage_error(cli(*args), prog)
 
 
-def test_watch_format_is_refused_with_the_two_flags_it_could_have_meant():
+def test_watch_format_chooses_how_events_are_written_and_names_the_log_formats_flag():
     line = _usage_error(cli("watch", "--format", "cri", "--check"), "sglang-matcher watch")
-    assert "--input-format" in line and "--log-format" in line
+    assert "json" in line and "human" in line
+    assert "--input-format" in cli("watch", "--help").stdout
 
 
 def test_watch_input_format_is_scans_spelling():
@@ -537,3 +538,13 @@ def test_the_command_leaves_what_it_made_to_the_exit():
     counts = [int(line.split()[1]) for line in run.stderr.splitlines()
               if line.startswith("collected ")]
     assert counts and sum(counts) < 1000, run.stderr  # without: the 40,000 objects
+
+
+def test_scans_summary_counts_the_entries_it_lists():
+    """sglang #4184: one warning printed twice is one entry (`seen 2×`): the summary says 1
+    warning, not 2."""
+    log = Path(__file__).parent / "fixtures" / "field" / "gpu" / \
+        "4184-decode-oom-retract-deepseek-r1.log"
+    done = cli("scan", str(log))
+    first = done.stdout.splitlines()[0]
+    assert "1 warning " in first and "seen 2×" in done.stdout, done.stdout[:600]

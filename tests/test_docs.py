@@ -270,6 +270,8 @@ def _sample(f: dataclasses.Field) -> str:
         return "cri"
     if f.name == "log_format":
         return "console"
+    if f.name == "min_severity":
+        return "error"
     if f.name == "metrics_addr":
         return "127.0.0.1:1"
     return samples.get(kind, "0.5.23")

@@ -63,18 +63,18 @@ def test_scan_output_carries_no_planted_secret(tmp_path):
         assert "***" in out.getvalue()
 
 
-def test_console_format_is_for_people_and_still_redacted():
+def test_human_format_is_for_people_and_still_redacted():
     import io
 
     from matcher.sinks.events import EventWriter
     from matcher.types import Event
     out = io.StringIO()
-    EventWriter(out, Redactor(), "console").accept([Event(
+    EventWriter(out, Redactor(), "human").accept([Event(
         event="sglang_error", error_class="ValueError", message="bad --api-key sk-live-abcdef123456",
         source="server.log", severity="error", log_ts=None, observed_ts=0.0, ranks=("TP0",),
         occurrences=1, traceback=None, pattern_id="p1")])
     line = out.getvalue()
-    assert line.startswith("sglang_error") and "pattern_id=p1" in line
+    assert line.startswith("── ERROR  ValueError  pattern p1") and "ranks TP0" in line
     assert "sk-live-abcdef123456" not in line and "--api-key ***" in line
 
 

@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import select
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,6 +51,13 @@ def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
         d["suppressed"] = event.suppressed
     redacted: dict[str, Any] = redactor.value(d)
     return redacted
+
+
+def _human(_logger: Any, _name: str, fields: MutableMapping[str, Any]) -> str:
+    """structlog's last processor for `human`: the event as `scan` prints it."""
+    from matcher.report import event_text
+
+    return event_text(dict(fields)).rstrip("\n")
 
 
 class OutputClosed(Exception):
@@ -134,7 +141,8 @@ class _Lines:
 
 
 class EventWriter:
-    """Writes events to a stream, one per line: JSON (default) or `console` for people.
+    """Writes events to a stream: one JSON object per line (`json`), or as `scan` prints a
+    failure (`human`, for a person at a terminal; `console` is its older name).
 
     Both go through structlog, configured here and only here, with a logger of their own so the
     daemon's diagnostics (stderr) and its events (stdout) never mix.
@@ -157,11 +165,8 @@ class EventWriter:
         self.gone = False  # its reader went away (`OutputClosed`)
         import structlog  # here: `scan` makes event dicts only, and the import costs 30 ms
 
-        renderer: Any = (
-            structlog.dev.ConsoleRenderer(colors=False, sort_keys=False)
-            if fmt == "console"
+        renderer: Any = _human if fmt in ("human", "console") \
             else structlog.processors.JSONRenderer(serializer=_dumps)
-        )
         # `failed(name, error, events)`: events this output could not write (`_Lines`),
         # `Telemetry.output_failed` in the daemon; without it such an error is raised.
         self._lines = _Lines(stream, self._failed)
