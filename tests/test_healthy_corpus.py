@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from field_recall import scan  # noqa: E402
 from field_split import seen_threads, split_of  # noqa: E402
+from test_wrappers import WRAPPERS  # noqa: E402
 
 from matcher.catalog import load_catalog  # noqa: E402
 from matcher.engine import Engine  # noqa: E402
@@ -82,11 +83,29 @@ def builtin():
     return Engine(catalog.records), catalog
 
 
+def _alarms(builtin, path: Path) -> list[str]:
+    engine, catalog = builtin
+    return [f"{e.get('severity')} {e.get('pattern_id') or 'unknown'} {e.get('error_class')}: "
+            f"{(e.get('message') or '')[:160]!r}"
+            for e in scan(engine, catalog, path) if e.get("severity") in ALARMS]
+
+
 @pytest.mark.parametrize("entry", _index(), ids=lambda e: e["file"])
 def test_a_healthy_excerpt_raises_no_alarm(builtin, entry):
-    engine, catalog = builtin
-    events = scan(engine, catalog, HEALTHY / entry["file"])
-    alarms = [f"{e.get('severity')} {e.get('pattern_id') or 'unknown'} {e.get('error_class')}: "
-              f"{(e.get('message') or '')[:160]!r}"
-              for e in events if e.get("severity") in ALARMS]
+    alarms = _alarms(builtin, HEALTHY / entry["file"])
     assert not alarms, "\n".join(alarms)
+
+
+def test_a_healthy_excerpt_behind_a_wrapper_raises_no_alarm(builtin, tmp_path):
+    """As the logs reach us: each excerpt behind one of the wrappers of `test_wrappers.py` (in
+    turn, so that every wrapper carries several), some of which put `ERROR` in front of a line."""
+    names = sorted(WRAPPERS)
+    found = []
+    for i, entry in enumerate(_index()):
+        wrap = WRAPPERS[names[i % len(names)]]
+        lines = (HEALTHY / entry["file"]).read_text(encoding="utf-8").splitlines()
+        log = tmp_path / entry["file"]
+        log.write_text("".join(wrap(n) + line + "\n" for n, line in enumerate(lines)),
+                       encoding="utf-8")
+        found += [f"{entry['file']} ({names[i % len(names)]}): {a}" for a in _alarms(builtin, log)]
+    assert not found, "\n".join(found)
