@@ -229,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds between polls of the followed files and globs (default 1; "
                             "inotify wakes the daemon sooner where it works)")
     watch.add_argument("--journal-unit", action="append", metavar="UNIT",
-                       help="follow this systemd unit's journal (repeatable)")
+                       help="follow this systemd unit's journal (repeatable); with no PATH "
+                            "given, the journal only")
     watch.add_argument("--journal-directory", type=Path, metavar="DIR",
                        help="read the journal from DIR (a copied or remote journal)")
     watch.add_argument("--webhook-url", metavar="URL", help="also POST each event as JSON here")
@@ -452,7 +453,8 @@ def watch_flags(args: argparse.Namespace) -> dict[str, Any]:
     read_stdin = "-" in args.paths
     paths = [p for p in args.paths if p != "-"]
     return {
-        "paths": paths or ([] if read_stdin else None),
+        # `-` or --journal-unit alone: that input only, not also the default log files.
+        "paths": paths or ([] if read_stdin or args.journal_unit else None),
         "from_beginning": args.from_beginning,
         "state_dir": args.state_dir,
         "metrics_addr": args.metrics_addr,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -583,3 +584,18 @@ def test_fix_without_the_double_dash_says_where_the_command_goes(args):
     assert "did you mean" not in last
     mistyped = cli("fix", "--lgo", "x.log", "--", "python")
     assert mistyped.stderr.splitlines()[-1].endswith("did you mean --log?")
+
+
+def test_watch_with_a_journal_unit_and_no_path_follows_the_journal_only(tmp_path):
+    """The README's journal one-liner: no default /var/log/sglang/*.log beside the journal (it
+    matched nothing and fired SglangMatcherFollowingNothing); a PATH given still adds files."""
+    env = {"SGLANG_MATCHER_STATE_DIR": str(tmp_path / "state")}
+    only = subprocess.run([sys.executable, "-m", "matcher", "watch", "--check", "--no-builtin",
+                           "--journal-unit", "sglang.service"], capture_output=True, text=True,
+                          env={**os.environ, **env})
+    assert (only.returncode, only.stderr) == (0, "")
+    assert only.stdout.startswith("configuration ok: 0 path patterns")
+    both = subprocess.run([sys.executable, "-m", "matcher", "watch", "--check", "--no-builtin",
+                           "--journal-unit", "sglang.service", str(tmp_path / "*.log")],
+                          capture_output=True, text=True, env={**os.environ, **env})
+    assert both.stdout.startswith("configuration ok: 1 path patterns"), both.stderr

@@ -29,86 +29,17 @@ import sys
 import tarfile
 import time
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from debian import require_tool
+from sandbox import Stage, dockerfile_steps, new_root, sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "deploy" / "docker" / "Dockerfile"
 SEED = "4e2cdd4d6209ebbd"
 READY_WITHIN = 2.0  # seconds, the first start from the wheel (issue 33)
-PATH_TAIL = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-@dataclass
-class Stage:
-    name: str
-    base: str
-    root: Path
-    python: Path  # the stage's fresh venv: the image's Python
-    workdir: str = "/"
-    env: dict[str, str] = field(default_factory=dict)
-    user: str = "0"
-    seconds: dict[str, float] = field(default_factory=dict)
-
-
-def dockerfile_steps(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments), continuation lines joined, comments dropped."""
-    text = re.sub(r"\\\n", " ", text)
-    steps = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            word, _, rest = line.partition(" ")
-            steps.append((word.upper(), rest.strip()))
-    return steps
-
-
-def new_root(path: Path) -> None:
-    """A root filesystem of the sandbox: its own writable tree, /etc copied from this machine,
-    /bin, /lib … as this machine has them (links into /usr on Debian 12, as in the image)."""
-    path.mkdir(parents=True)
-    shutil.copytree("/etc", path / "etc", symlinks=True,
-                    ignore_dangling_symlinks=True, dirs_exist_ok=True)
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        host = Path("/") / name
-        if host.is_symlink():
-            (path / name).symlink_to(os.readlink(host))
-    for name in ("usr", "root", "tmp", "proc", "dev", "var"):
-        (path / name).mkdir(exist_ok=True)
-
-
-def sandbox(stage: Stage, *, read_only: bool = False, binds: tuple[tuple[Path, str], ...] = (),
-            ro_binds: tuple[tuple[Path, str], ...] = (), own_network: bool = False) -> list[str]:
-    """The bwrap command line that enters `stage`'s root."""
-    argv = [require_tool("bwrap", "bubblewrap"), "--die-with-parent",
-            "--ro-bind" if read_only else "--bind", str(stage.root), "/",
-            "--ro-bind", "/usr", "/usr"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        host = Path("/") / name
-        if host.is_dir() and not host.is_symlink():
-            argv += ["--ro-bind", str(host), f"/{name}"]
-    if Path("/opt").is_dir():  # where this machine's pip configuration points (its /etc/pip.conf)
-        argv += ["--ro-bind", "/opt", "/opt"]
-    argv += ["--ro-bind", sys.base_prefix, sys.base_prefix,
-             "--ro-bind" if read_only else "--bind", str(stage.python), str(stage.python),
-             "--proc", "/proc", "--dev", "/dev"]
-    for host, inside in binds:
-        argv += ["--bind", str(host), inside]
-    for host, inside in ro_binds:
-        argv += ["--ro-bind", str(host), inside]
-    if own_network:
-        argv += ["--unshare-net", "--unshare-pid"]
-    env = {"PATH": f"{stage.python}/bin:{PATH_TAIL}", "LANG": "C.UTF-8", "HOME": "/root",
-           **{k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")},
-           **stage.env}
-    argv += ["--clearenv", "--chdir", stage.workdir]
-    for key, value in env.items():
-        argv += ["--setenv", key, value]
-    return argv
 
 
 def play(dockerfile: Path, context: Path, work: Path) -> list[Stage]:
@@ -271,6 +202,7 @@ def test_the_image_runs_read_only_as_its_user_and_is_ready_at_once(built, tmp_pa
             owner = (image / p.relative_to(host)).lstat()
             os.lchown(p, owner.st_uid, owner.st_gid)
         binds.append((host, inside))
+    (final.root / "var" / "log" / "sglang").mkdir(parents=True, exist_ok=True)  # docker's -v
     final.env["SGLANG_MATCHER_FROM_BEGINNING"] = "true"
     final.env["HOME"] = "/nonexistent"
     logs = REPO / "examples" / "logs"
