@@ -56,7 +56,7 @@ def new_root(path: Path) -> None:
         host = Path("/") / name
         if host.is_symlink():
             (path / name).symlink_to(os.readlink(host))
-    for name in ("usr", "root", "tmp", "proc", "dev", "var", "opt"):
+    for name in ("usr", "root", "tmp", "proc", "dev", "var", "opt", "run"):
         (path / name).mkdir(exist_ok=True)
 
 
