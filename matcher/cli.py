@@ -453,8 +453,7 @@ def watch_flags(args: argparse.Namespace) -> dict[str, Any]:
     read_stdin = "-" in args.paths
     paths = [p for p in args.paths if p != "-"]
     return {
-        # `-` or --journal-unit alone: that input only, not also the default log files.
-        "paths": paths or ([] if read_stdin or args.journal_unit else None),
+        "paths": paths or ([] if read_stdin else None),
         "from_beginning": args.from_beginning,
         "state_dir": args.state_dir,
         "metrics_addr": args.metrics_addr,

@@ -63,6 +63,14 @@ def new_root(path: Path) -> None:
 def sandbox(stage: Stage, *, read_only: bool = False, binds: tuple[tuple[Path, str], ...] = (),
             ro_binds: tuple[tuple[Path, str], ...] = (), own_network: bool = False) -> list[str]:
     """The bwrap command line that enters `stage`'s root."""
+    inside = [sys.base_prefix, *([] if stage.python is None else [str(stage.python)]),
+              *(d for _, d in (*binds, *ro_binds))]
+    for path in inside:  # mount points made here, readable by all as an image's would be
+        for parent in reversed(Path(path).parents[:-1]):
+            made = stage.root / parent.relative_to("/")
+            if not made.is_symlink() and not made.exists() and parent.parts[1] != "usr":
+                made.mkdir()
+                made.chmod(0o755)
     argv = [require_tool("bwrap", "bubblewrap"), "--die-with-parent",
             "--ro-bind" if read_only else "--bind", str(stage.root), "/",
             "--ro-bind", "/usr", "/usr"]
