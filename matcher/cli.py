@@ -62,7 +62,19 @@ class Parser(argparse.ArgumentParser):
         if unknown:
             message = f"unrecognized arguments: {' '.join(unknown)}"
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._suggestion(message)}\n")
+        hint = self._launch_hint(message) or self._suggestion(message)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{hint}\n")
+
+    launch_hint = False
+
+    def _launch_hint(self, message: str) -> str:
+        """`fix` given the launch command without `--` before it: its words are taken for
+        options of fix (or the command is missing): say where it goes."""
+        if not self.launch_hint or "--" in self._args or not (
+                message.startswith("unrecognized arguments: ") or "-- COMMAND" in message):
+            return ""
+        return (" — put the launch command after --, e.g. sglang-matcher fix --log FILE -- "
+                "python -m sglang.launch_server --model-path …")
 
     def _unknown_options(self) -> list[str]:
         """The options given to this parser that it has no spelling (or abbreviation) of."""
@@ -174,7 +186,18 @@ def build_parser() -> argparse.ArgumentParser:
                            "parallel with the same output as one (default: the usable cores)")
     _catalog_args(scan)
 
-    watch = sub.add_parser("watch", help="the daemon: tail logs, emit events as they happen")
+    watch = sub.add_parser(
+        "watch", help="the daemon: tail logs, emit events as they happen",
+        description="The daemon: follow sglang's log files (globs, rotations included), stdin "
+                    "or a systemd unit's journal, and write one event per known failure on "
+                    "stdout as it is written, with its remediation (JSON, or for a person on a "
+                    "terminal: --format). Read positions are kept "
+                    "in the state directory, so a restart goes on where it stopped. Settings "
+                    "come from flags, SGLANG_MATCHER_* variables and --config "
+                    "(docs/configuration.md); SIGHUP reloads config and catalog.",
+        epilog="exit status: 0 after SIGTERM or SIGINT; 1 when the reader of its events went "
+               "away (stdout a broken pipe: restart it, it goes on from its last checkpoint); "
+               "2 on a bad config or catalog. With --check: 0 valid, 2 problems.")
     watch.add_argument("paths", nargs="*", metavar="PATH|GLOB",
                        help="log files or globs (default: from config, else /var/log/sglang/*.log); "
                             "- for stdin")
@@ -202,9 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "info: all); the metrics count every event")
     watch.add_argument("--poll-only", action="store_true", default=None,
                        help="no inotify: find changes by polling only (network filesystems)")
-    watch.add_argument("--poll-interval", type=float, metavar="SECONDS")
+    watch.add_argument("--poll-interval", type=float, metavar="SECONDS",
+                       help="seconds between polls of the followed files and globs (default 1; "
+                            "inotify wakes the daemon sooner where it works)")
     watch.add_argument("--journal-unit", action="append", metavar="UNIT",
-                       help="follow this systemd unit's journal (repeatable)")
+                       help="follow this systemd unit's journal (repeatable); with no PATH "
+                            "given, the journal only")
     watch.add_argument("--journal-directory", type=Path, metavar="DIR",
                        help="read the journal from DIR (a copied or remote journal)")
     watch.add_argument("--webhook-url", metavar="URL", help="also POST each event as JSON here")
@@ -222,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the command given after --, and print the corrected command and what "
                     "changed; other ways out are listed. Exit 0: fixed (or nothing to fix), "
                     "1: a failure without a fix of its command, 2: usage.")
+    fix.launch_hint = True  # its errors show where the launch command goes
     fix.add_argument("launch", nargs="+", metavar="-- COMMAND",
                      help="the sglang launch command that failed, after --")
     what = fix.add_mutually_exclusive_group(required=True)

@@ -257,4 +257,8 @@ def load_config(
     for name, value in (flags or {}).items():
         if value is not None:
             values[name] = _coerce(name, value, "command line")
+    if values.get("journal_units") and "paths" not in values:
+        # Journal units and no path from anywhere: the journal only, not also the default log
+        # files (on a journal-only host they match nothing: SglangMatcherFollowingNothing).
+        values["paths"] = ()
     return _validate(Config(**values))

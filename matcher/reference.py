@@ -243,7 +243,9 @@ DESCRIPTIONS: dict[str, str] = {
     "read_chunk_bytes": "Bytes read from one file before the next file gets its turn: smaller "
                         "is fairer between files during a backlog, larger catches up faster.",
     "journal_units": "systemd units whose journal is followed (through `journalctl -o json`; "
-                     "the cursor is checkpointed). Repeatable.",
+                     "the cursor is checkpointed). Repeatable. Where `paths` is set nowhere (no "
+                     "PATH, variable or file setting), the journal is the only input: the "
+                     "default `paths` are not followed too.",
     "journal_directory": "Read the journal from this directory (a copied or remote journal) "
                          "instead of the system's.",
     "journal_from_beginning": "Read each unit's journal from its beginning at the very first "

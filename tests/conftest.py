@@ -3,6 +3,9 @@ its engine and every real log of the repository for the scan tests."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,8 +15,23 @@ from matcher import cache
 from matcher.catalog.check import frame_text
 
 # The test session is the application here: it chooses the cache directory the library may
-# write (the user's, as `sglang-matcher` would), so that in-process catalog loads stay warm.
-cache.use(cache.default_cache_dir())
+# write — one of its own, never the user's ~/.cache/sglang-matcher (a session once wrote
+# ~200 MB there). Made once by the main process and named in SGLANG_MATCHER_CACHE_DIR, so the
+# xdist workers and every daemon a test starts share it (the catalog compiled once a session,
+# `_full_catalog_compiled_once`), and removed when the session ends.
+_SESSION_CACHE = "SGLANG_MATCHER_TEST_SESSION_CACHE"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the main process: the workers inherit its environment
+        os.environ[_SESSION_CACHE] = tempfile.mkdtemp(prefix="sglang-matcher-test-cache-")
+        os.environ["SGLANG_MATCHER_CACHE_DIR"] = os.environ[_SESSION_CACHE]
+    cache.use(cache.default_cache_dir())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and os.environ.get(_SESSION_CACHE):
+        shutil.rmtree(os.environ.pop(_SESSION_CACHE), ignore_errors=True)
 
 __all__ = ["FIXTURES", "REPO", "frame", "require_tool"]
 

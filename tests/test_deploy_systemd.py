@@ -231,3 +231,51 @@ def _collect(sock: socket.socket, *, until, timeout: float) -> _Messages:
             out.append(m)
             out.timed.append((time.monotonic(), m))
     return out
+
+
+# -- the install recipe, run ----------------------------------------------------------------
+
+
+def test_the_install_recipe_gives_the_path_the_units_name_and_systemd_accepts_them(tmp_path):
+    """deploy/systemd/install.sh, run as root on a fresh Debian root of its own (a sandbox:
+    this machine's /usr, a copy of its /etc, its own /opt and /usr/local): the command is at
+    the path ExecStart= names, the units are installed, `systemd-analyze verify` accepts both
+    as they are — no path rewritten — and fails once the command is gone. (The units' command
+    line itself is run by test_the_units_command_line_is_one_the_daemon_accepts.)
+
+    The package is a wheel of the checkout built without its precompiled catalog (what is
+    tested is where things land; tests/test_image.py builds and runs the real wheel)."""
+    from sandbox import Stage, new_root, sandbox
+
+    analyze = systemd_analyze()
+    if os.geteuid() != 0:
+        pytest.skip("installs into /opt and /usr/local of a root of its own: needs root")
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
+                    str(wheels), str(REPO)], check=True, timeout=900, capture_output=True,
+                   env={**os.environ, "SGLANG_MATCHER_SKIP_PRECOMPILE": "1"})
+    [wheel] = wheels.glob("*.whl")
+    host = Stage("host", "debian", tmp_path / "root")
+    new_root(host.root)
+    usr_local = tmp_path / "usr-local"  # the sandbox's own /usr/local, empty as on a new host
+    usr_local.mkdir()
+    enter = sandbox(host, binds=((usr_local, "/usr/local"),),
+                    ro_binds=((REPO / "deploy", "/src/deploy"), (wheels, "/src/wheels")))
+    install = subprocess.run([*enter, "/bin/sh", "/src/deploy/systemd/install.sh",
+                              f"/src/wheels/{wheel.name}"], capture_output=True, text=True,
+                             timeout=900)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert install.stdout.startswith("installed sglang-matcher 0.1.0 in /opt/sglang-matcher")
+    link = usr_local / Path(INSTALLED).relative_to("/usr/local")
+    assert os.readlink(link) == "/opt/sglang-matcher/bin/sglang-matcher"
+    for name in UNIT_NAMES:
+        unit = f"/etc/systemd/system/{name}"
+        assert (host.root / unit.lstrip("/")).read_text() == (UNITS / name).read_text()
+        verified = subprocess.run([*enter, analyze, "verify", unit], capture_output=True,
+                                  text=True, timeout=120)
+        assert (verified.returncode, verified.stdout, verified.stderr) == (0, "", ""), name
+    link.unlink()
+    broken = subprocess.run([*enter, analyze, "verify",
+                             f"/etc/systemd/system/{UNIT_NAMES[0]}"], capture_output=True,
+                            text=True, timeout=120)
+    assert "is not executable" in broken.stdout + broken.stderr  # the check above can fail
