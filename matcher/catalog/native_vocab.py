@@ -9,6 +9,12 @@ Each row is a string a library prints for one of its status codes, as the librar
 - cuBLAS: `cublasGetStatusName` / `cublasGetStatusString` of every `cublasStatus_t`;
 - cuDNN: `cudnnGetErrorString` of every `cudnnStatus_t` (cuDNN 8 numbers them 0…14, cuDNN 9 in
   blocks of a thousand);
+- NCCL's `WARN` lines about connections and the network (sockets, IB verbs, CUDA calls, rings):
+  their printf formats as the library holds them (`Call to ibv_modify_qp failed with error %s
+  errno %d`), found among its strings by the heads in `NCCL_WARN_HEADS`;
+- NVSHMEM's transport failures (`ibv_modify_qp failed`, `ep_connect failed` …), printed behind
+  `FILE:LINE: non-zero status: N `: the messages its transport libraries hold
+  (`nvshmem_transport_ibrc.so` …), found by `NVSHMEM_FAILURE`;
 - HIP: `hipGetErrorString`'s table as ROCm's runtime (`ROCm/clr`, `hipamd/src/hip_error.cpp`)
   holds it at each release tag given, read with git from a clone (ROCm cannot be loaded here).
 
@@ -125,7 +131,37 @@ def nccl(path: str | Path, version: str = "") -> list[Entry]:
         text = _text(lib.ncclGetErrorString(result))
         if text != NCCL_UNKNOWN:
             out.append(Entry("nccl", "nccl", version, result, "", text))
+    for text in library_strings(Path(path)):
+        if NCCL_WARN_HEADS.match(text):
+            out.append(Entry("nccl-warn", "nccl", version, -1, "WARN", text))
     return out
+
+
+# The NCCL WARN formats that say a connection, a NIC or a CUDA call failed (by their heads).
+NCCL_WARN_HEADS = re.compile(
+    r"(?:Call to ibv_\w+ failed with |socketStartConnect: |socketPollConnect: |"
+    r"NET/IB ?: Got completion from peer |NET/IB : No device found|"
+    r"NET/Socket : No usable listening interface found|Bootstrap : no socket interface found|"
+    r"Error : ring %d does not |Failed to open libibverbs)")
+_PRINTABLE = re.compile(rb"[\x20-\x7e]{8,}")
+
+
+def library_strings(path: Path) -> list[str]:
+    """The printable runs of a shared library, as `strings -n 8` lists them."""
+    return sorted({m.group().decode("ascii") for m in _PRINTABLE.finditer(path.read_bytes())})
+
+
+# What NVSHMEM's transports say failed, behind their `%s:%d: non-zero status: %d ` lead.
+NVSHMEM_FAILURE = re.compile(r"(?:ibv_\w+|ep_\w+|cq creation|get_device_list|gdrcopy \w+) failed ?")
+
+
+def nvshmem(path: str | Path, version: str = "") -> list[Entry]:
+    """The failure messages of an NVSHMEM transport library (no call: loading it needs CUDA's
+    driver); `version` is required, the library does not say it without one."""
+    if not version:
+        raise RuntimeError(f"{path}: give NVSHMEM's version, LIB@X.Y.Z")
+    return [Entry("nvshmem", "nvshmem", version, -1, Path(path).name.split(".so")[0], text.strip())
+            for text in library_strings(Path(path)) if NVSHMEM_FAILURE.fullmatch(text)]
 
 
 def cublas(path: str | Path, version: str = "") -> list[Entry]:
@@ -221,7 +257,8 @@ def _in_child(kind: str, path: str) -> list[Entry]:
             for line in done.stdout.splitlines() if line]  # type: ignore[arg-type]
 
 
-READERS = {"cudart": cuda_runtime, "nccl": nccl, "cublas": cublas, "cudnn": cudnn}
+READERS = {"cudart": cuda_runtime, "nccl": nccl, "cublas": cublas, "cudnn": cudnn,
+           "nvshmem": nvshmem}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
