@@ -63,6 +63,18 @@ _OTHER_LOG_FORMAT = re.compile(
     r"|terminate called |Fatal Python error: |thread '[^']*' panicked at )"
 )
 
+# A native crash whose message comes on the next line: a C++ exception nobody caught
+# (`terminate called after throwing an instance of 'c10::DistBackendError'`, then `  what():  …`)
+# and a Rust panic since Rust 1.73 (`thread 'main' panicked at src/x.rs:463:40:`, then the
+# message). The two lines are one record: its header the first, its exception the message (for
+# C++, of the class named, `::` read as `.`: `c10.DistBackendError`).
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<cls>[^'\n]+)'\s*$")
+_PANIC = re.compile(r"thread '[^'\n]*' panicked at [^\s'][^\s]*:\d+:\d+:\s*$")
+_WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*?)\s*$")
+# Lines that start a native crash record of their own, never a message's continuation.
+_NATIVE_START = re.compile(
+    r"^(?:Fatal Python error: |terminate called |thread '[^'\n]*' panicked at |note: run with `RUST_BACKTRACE)")
+
 # `…/torch/cuda/__init__.py:182: UserWarning: …` — a warning another module printed.
 _PY_WARNING = re.compile(r"^\S+\.py:\d+: \w+: ")
 _MAX_BLANK_RUN = 2
@@ -79,6 +91,8 @@ RECORD_START_SIGNS: tuple[bytes, ...] = (
     (rb"(?:^|[\s:|>\]\)])[A-Za-z_][A-Za-z0-9_.]*"
     rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)"),
     rb'File "[^"\n]+", line \d+, in ',  # a traceback cut before its first line
+    rb"terminate called after throwing an instance of '",  # then `what():` (`_TERMINATE`)
+    rb"' panicked at ",  # a Rust panic, its message on the next line (`_PANIC`)
     rb"\x1b",
     rb"\\u001b",
     rb"\\x1b",
@@ -93,6 +107,8 @@ DOCKER_RECORD_START_SIGNS: tuple[bytes, ...] = (
     (rb"[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)"
     rb"(?::|\\|\")"),
     rb'File \\"[^"\n]+\\", line \d+, in ',
+    rb"terminate called after throwing an instance of '",
+    rb"' panicked at ",
     rb"\\u001b",
     rb"\\x1b",
     rb"\\033",
@@ -161,6 +177,10 @@ class _Open:
     in_group: bool = False
     kind: str = "traceback"  # or "line": a lone `Class: message` line and its continuation
     after_frame: bool = False  # the last line was a `File "…", line N` frame line
+    # A native crash's first line (`_TERMINATE`, `_PANIC`): "terminate" or "panic", waiting in
+    # state "native" for its message line; `native_class` the C++ exception's class.
+    native: str = ""
+    native_class: str = ""
 
     def add_line(self, text: str, max_lines: int) -> None:
         self.line_count += 1
@@ -381,6 +401,13 @@ class Framer:
             return
         if not stripped:
             return  # a blank line means nothing on its own
+        terminate = _TERMINATE.match(stripped)
+        if terminate is not None or _PANIC.match(stripped):
+            self._begin(line, text, p, key, now, header=stripped, state="native",
+                        native="terminate" if terminate else "panic",
+                        native_class=terminate.group("cls").replace("::", ".") if terminate
+                        else "")
+            return
         exc = parse_exception_line(msg)
         if exc is not None and exc.error_class.endswith("Warning"):
             # `Warning: You are sending unauthenticated requests…`, `FutureWarning: …`: a library
@@ -430,6 +457,8 @@ class Framer:
             tb.in_group = False
             tb.state = "exception"
         stripped = text.strip()
+        if tb.native:
+            return self._continue_native(tb, line, text, now)
         if stripped in _CHAIN:
             tb.state = "chain"
             return self._accept(tb, line, text, now)
@@ -472,6 +501,23 @@ class Framer:
         if tb.blank_run:
             for _ in range(tb.blank_run):
                 self._append_message(tb, "")
+        self._append_message(tb, text.rstrip("\r\n"))
+        return self._accept(tb, line, text, now)
+
+    def _continue_native(self, tb: _Open, line: Line, text: str, now: float) -> bool:
+        """A native crash's next line: its message (C++'s `what():`, a panic's next line), then
+        the message's own continuation up to a blank line or another crash's first line."""
+        stripped = text.strip()
+        if not stripped or _NATIVE_START.match(stripped) or _OTHER_LOG_FORMAT.match(text):
+            return False
+        if tb.state == "native":
+            what = _WHAT.match(text)
+            if tb.native == "terminate" and what is None:
+                return False
+            message = what.group("msg") if what is not None else stripped
+            tb.exceptions.append(ExceptionLine(tb.native_class, self._cut(message)))
+            tb.state = "exception"
+            return self._accept(tb, line, text, now)
         self._append_message(tb, text.rstrip("\r\n"))
         return self._accept(tb, line, text, now)
 

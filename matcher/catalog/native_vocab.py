@@ -253,8 +253,12 @@ def _in_child(kind: str, path: str) -> list[Entry]:
                            path], capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{kind} {path}: {done.stderr.strip()[-400:]}")
-    return [Entry(*(p if i != 3 else int(p) for i, p in enumerate(line.split("\t"))))
-            for line in done.stdout.splitlines() if line]  # type: ignore[arg-type]
+    out = []
+    for line in done.stdout.splitlines():
+        if line:
+            family, package, version, code, name, text = line.split("\t")
+            out.append(Entry(family, package, version, int(code), name, text))
+    return out
 
 
 READERS = {"cudart": cuda_runtime, "nccl": nccl, "cublas": cublas, "cudnn": cudnn,

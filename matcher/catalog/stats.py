@@ -1,5 +1,6 @@
-"""What a catalog holds, counted: by layer, severity, exception class, kind of site, and the
-records each sglang release holds.
+"""What a catalog holds, counted: by layer, severity, exception class, kind of site, the records
+each sglang release holds, and where records come from (the package that prints the message, the
+versions of it they cover, and the generator that made them).
 
 `summarize` takes records (and the releases a merged catalog was extracted from, when known)
 and returns counts; `render` turns them into the text `catalog stats` prints. Neither reads
@@ -17,6 +18,8 @@ from pathlib import Path
 from matcher.catalog.schema import LAYER_RANK, SEVERITIES, CatalogRecord
 
 NO_CLASS = "(plain log line)"
+OWN_SOURCE = "sglang"
+NO_GENERATOR = "(none: written by hand or before the field)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,10 @@ class Summary:
     # unevaluable / none.
     by_fix: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     unevaluable: Sequence[CatalogRecord] = ()
+    # sourcePackage (OWN_SOURCE for sglang's own messages) → records, and the versions they
+    # cover (oldest bound .. newest bound over every record's sourceVersions; "" if none say).
+    by_source: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    by_generator: Mapping[str, int] = field(default_factory=dict)  # NO_GENERATOR if unsaid
 
 
 def summarize(records: Sequence[CatalogRecord],
@@ -59,7 +66,31 @@ def summarize(records: Sequence[CatalogRecord],
         with_remediation=sum(1 for r in records if r.solutions or r.words),
         by_fix=_by_fix(records),
         unevaluable=[r for r in records if r.fix_kind == "unevaluable"],
+        by_source=_by_source(records),
+        by_generator=dict(sorted(Counter(r.generator or NO_GENERATOR for r in records).items(),
+                                 key=lambda kv: (-kv[1], kv[0]))),
     )
+
+
+def _by_source(records: Sequence[CatalogRecord]) -> dict[str, tuple[int, str]]:
+    """Records per sourcePackage, most first, each with the span of versions its records name."""
+    from matcher.catalog.versions import parse_range, sort_versions
+
+    counts = Counter[str]()
+    bounds: dict[str, set[str]] = {}
+    for r in records:
+        package = r.source_package or OWN_SOURCE
+        counts[package] += 1
+        found = bounds.setdefault(package, set())
+        for text in r.source_versions:
+            found.update(parse_range(text))
+    out = {}
+    for package, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        ordered = sort_versions(bounds[package])
+        span = "" if not ordered else ordered[0] if len(ordered) == 1 \
+            else f"{ordered[0]}..{ordered[-1]}"
+        out[package] = (n, span)
+    return out
 
 
 FIX_KINDS = ("flags", "unevaluable", "words", "none")
@@ -117,6 +148,15 @@ def render(summary: Summary, *, top: int = 15) -> str:
                      "reads server arguments, no proven change):")
         lines += [f"  {layer + ':':<12}" + ", ".join(f"{k} {v:,}" for k, v in counts.items())
                   + fix_share(counts) for layer, counts in summary.by_fix.items()]
+    if summary.by_source:
+        width = max(map(len, summary.by_source))
+        lines.append("records per source (sourcePackage, the versions its records cover):")
+        lines += [f"  {package:<{width}}  {n:>7,}  {span or '-'}"
+                  for package, (n, span) in summary.by_source.items()]
+    if summary.by_generator:
+        width = max(map(len, summary.by_generator))
+        lines.append("records per generator:")
+        lines += [f"  {g:<{width}}  {n:>7,}" for g, n in summary.by_generator.items()]
     if len(summary.by_version) <= 1:
         lines.append(line("versions", summary.by_version))
     else:
