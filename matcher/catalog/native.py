@@ -321,7 +321,7 @@ SHAPES: tuple[Shape, ...] = (
           R.Remedy("A Rust thread panicked (Rust before 1.73 prints the message first): "
                    "`file:line` is where.", severity="critical")),
     Shape("c assert", "c-assertion-failed",
-          r"(?P<program>[^\s:]+): (?P<file>[^\s:]+):(?P<line>\d+): (?P<function>.*?): "
+          r"(?:(?P<program>[^\s:]+): )?(?P<file>[^\s:]+):(?P<line>\d+): (?P<function>.*?): "
           r"Assertion [`'](?P<condition>.+)' failed\.", "glibc",
           R.Remedy("A C/C++ `assert` failed in native code (`file:line`, in `function`): the "
                    "process aborts (SIGABRT). The condition says what the code expected.",
