@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from matcher.catalog import load_catalog
-from matcher.catalog import native
+from matcher.catalog import load_catalog, native
 from matcher.catalog.check import frame_text
 from matcher.catalog.native_vocab import Entry, cuda_runtime, read_tsv
 from matcher.catalog.stats import render, summarize
@@ -167,11 +166,11 @@ def test_a_glog_error_line_is_recognized_with_its_place(engine: Engine) -> None:
 def test_nvshmem_ibv_modify_qp_is_recognized_with_what_to_do(engine: Engine) -> None:
     lines = [
         # https://github.com/sgl-project/sglang/issues/9813 (train)
-        "/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:420: non-zero status: 22 "
-        "ibv_modify_qp failed",
+        ("/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:420: non-zero status: 22 "
+        "ibv_modify_qp failed"),
         # https://github.com/NVIDIA/nvshmem/issues/42 (train)
-        "main_nvshmem/src/modules/transport/ibrc/ibrc.cpp:420: non-zero status: 22 "
-        "ibv_modify_qp failed.",
+        ("main_nvshmem/src/modules/transport/ibrc/ibrc.cpp:420: non-zero status: 22 "
+        "ibv_modify_qp failed."),
     ]
     for line in lines:
         [event] = scan(engine, line + "\n")
