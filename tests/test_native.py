@@ -277,6 +277,9 @@ def test_cuda_status_strings_as_the_field_prints_them(engine: Engine) -> None:
             "CUDA error: invalid argument")
     [event] = scan(engine, line + "\n")
     assert event["pattern_id"] is not None
+    # torch's own form of the same status (c10's `CUDA error: ` + cudaGetErrorString)
+    [event] = scan(engine, "RuntimeError: CUDA error: invalid argument\n")
+    assert by_slug(engine)[event["pattern_id"]] == "cuda-invalid-argument"
     # The generic string alone, with no CUDA caller in front, is not a CUDA error.
     assert scan(engine, "ValueError: invalid argument\n")[0].get("pattern_id") is None
 

@@ -170,6 +170,8 @@ def _remedy(s: Status) -> R.Remedy | None:
         return next((r for head, r in R.NCCL_WARN.items() if s.text.startswith(head)), None)
     if s.family == "nvshmem":
         return R.NVSHMEM.get(s.text)
+    if s.family in ("cublas", "cudnn"):
+        return R.LIBRARY_STATUS.get(s.names[0])
     return None
 
 

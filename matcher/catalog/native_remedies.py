@@ -451,3 +451,47 @@ AMDGPU_FAULT = Remedy(
      "faulted"), "Relaunch with --disable-cuda-graph to see whether a graph replay is at fault",
      "Upgrade sglang, sgl-kernel and the ROCm build of torch together"),
     (({"op": "env", "name": "HIP_LAUNCH_BLOCKING", "value": "1"},), (_NO_GRAPH,)))
+
+_MEMORY = ("Lower --mem-fraction-static (for example by 0.05 at a time): the KV cache takes the "
+           "memory the library's workspace or handle needs")
+_FIRST_FAULT = ("Rerun with CUDA_LAUNCH_BLOCKING=1: the first failing kernel is then the one "
+                "reported, not a later library call")
+
+# By cublasStatus_t / cudnnStatus_t name.
+LIBRARY_STATUS: dict[str, Remedy] = {
+    "CUBLAS_STATUS_NOT_INITIALIZED": Remedy(
+        "cuBLAS could not create its handle: most often the GPU had no memory left for it "
+        "(torch creates the handle at the first matrix multiply), else a broken CUDA setup.",
+        (_MEMORY,)),
+    "CUBLAS_STATUS_ALLOC_FAILED": Remedy(
+        "cuBLAS could not allocate GPU memory for its workspace.", (_MEMORY,)),
+    "CUBLAS_STATUS_EXECUTION_FAILED": Remedy(
+        "A cuBLAS kernel failed to launch or run: usually a consequence of an earlier CUDA "
+        "fault in the process, or of a kernel not built for this GPU.", (_FIRST_FAULT,),
+        ((_BLOCKING,),)),
+    "CUBLAS_STATUS_INTERNAL_ERROR": Remedy(
+        "cuBLAS failed internally: usually an earlier CUDA error or an allocation failure inside "
+        "the library.", (_FIRST_FAULT, _MEMORY), ((_BLOCKING,),)),
+    "CUBLAS_STATUS_ARCH_MISMATCH": Remedy(
+        "The operation needs a GPU feature this GPU lacks (a data type such as bfloat16 or FP8 "
+        "before the architecture that introduced it).",
+        (("Run the model in a data type this GPU supports (`--dtype float16` on GPUs older than "
+         "Ampere), or with a quantization it supports"),)),
+    "CUDNN_STATUS_NOT_INITIALIZED": Remedy(
+        "cuDNN could not initialize its handle: the GPU had no memory left, or the cuDNN library "
+        "does not fit the CUDA runtime.", (_MEMORY,)),
+    "CUDNN_STATUS_VERSION_MISMATCH": Remedy(
+        "The cuDNN libraries loaded are of different versions (two cuDNN installs, one on "
+        "LD_LIBRARY_PATH).",
+        (("Keep one cuDNN: the `nvidia-cudnn-cu12` wheel torch depends on; remove other cuDNN "
+         "directories from LD_LIBRARY_PATH"),)),
+    "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH": Remedy(
+        "cuDNN's sub-libraries loaded are of different versions (two cuDNN installs mixed).",
+        (("Keep one cuDNN: the `nvidia-cudnn-cu12` wheel torch depends on; remove other cuDNN "
+         "directories from LD_LIBRARY_PATH"),)),
+    "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED": Remedy(
+        "A cuDNN sub-library (libcudnn_*.so) could not be loaded: missing, or shadowed by "
+        "another cuDNN install.",
+        (("Reinstall the `nvidia-cudnn-cu12` wheel torch depends on and remove other cuDNN "
+         "directories from LD_LIBRARY_PATH"),)),
+}
