@@ -534,9 +534,12 @@ def log_level(record: Record) -> str | None:
 
 
 def event_severity(match: Match, record: Record) -> str:
-    """The record's severity; a generated record's capped at the level the log shows."""
+    """The record's severity; a generated record's capped at the level the log shows — but for
+    a native library's message (`errorType` "native", `matcher.catalog.native`), whose severity
+    was given per message: NCCL prints its fatal connection failures as `NCCL WARN`."""
     severity = match.pattern.severity
-    if match.pattern.layer == "generated" and severity in ERROR_SEVERITIES:
+    if match.pattern.layer == "generated" and severity in ERROR_SEVERITIES \
+            and match.pattern.error_type != "native":
         level = log_level(record)
         if level is not None and level not in ERROR_SEVERITIES:
             return level

@@ -301,3 +301,35 @@ def test_printf_formats_become_patterns() -> None:
     m = regex.search(pattern, "NCCL WARN Call to ibv_modify_qp failed with error No such device "
                               "errno 19")
     assert m is not None and m.groups() == ("No such device", "19")
+
+
+def test_an_nccl_warn_line_the_record_calls_an_error_is_an_error(engine: Engine) -> None:
+    """NCCL prints its fatal connection failures at WARN: a native record's severity stands."""
+    # https://github.com/sgl-project/sglang/issues/3820 (train, tests/fixtures/field/sglang-a)
+    line = ("node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to "
+            "10.0.0.4<56849> returned 113(No route to host) errno 115(Operation now in progress)")
+    [event] = scan(engine, line + "\n")
+    assert by_slug(engine)[event["pattern_id"]].startswith("nccl-warn-socketpollconnect-connect")
+    assert (event["event"], event["severity"]) == ("sglang_error", "error")
+    assert event["captures"]["arg1"] == "10.0.0.4<56849>"
+    assert any("NCCL_SOCKET_IFNAME" in s for s in event["remediation"]["solutions"])
+
+
+def test_lines_from_more_train_threads(engine: Engine) -> None:
+    slugs = by_slug(engine)
+    # https://github.com/gpustack/gpustack/issues/5553 (train): two ranks' lines interleaved
+    [event] = scan(engine, "Fatal Python error: Fatal Python error: Segmentation faultSegmentation "
+                           "fault\n")
+    assert slugs[event["pattern_id"]] == "python-fatal-error-segmentation-fault"
+    # https://github.com/sgl-project/sglang/issues/7450 (train)
+    [event] = scan(engine, "/sgl-workspace/nvshmem/src/host/team/team.cu:nvshmem_team_split_"
+                           "strided:63: NVSHMEM API called before NVSHMEM initialization has "
+                           "completed\n")
+    assert slugs[event["pattern_id"]].startswith("nvshmem-msg-nvshmem-api-called-before")
+    assert event["remediation"]["solutions"]
+    # https://github.com/sgl-project/sglang/issues/6694 (train)
+    [event] = scan(engine, "[ubuntu-GPU-L40S-4802111:12796:1:13303] Caught signal 11 "
+                           "(Segmentation fault: invalid permissions for mapped object at address "
+                           "0x7fbd60001400)\n")
+    assert slugs[event["pattern_id"]] == "ucx-caught-signal"
+    assert event["captures"]["signal"] == "11"

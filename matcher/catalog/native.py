@@ -145,6 +145,8 @@ def status_pattern(s: Status) -> str:
         return printf_pattern(s.text)
     if s.family == "nvshmem":
         return NVSHMEM_LEAD + text
+    if s.family == "nvshmem-msg":
+        return text
     raise ValueError(f"unknown family {s.family}")
 
 
@@ -155,7 +157,7 @@ NVSHMEM_LEAD = r"(?P<file>[^\s:]+\.(?:cpp|cu|cc|c|h)):(?P<line>\d+): non-zero st
 
 PACKAGES = {
     "cuda": "CUDA runtime", "hip": "HIP runtime (ROCm)", "nccl": "NCCL", "nccl-warn": "NCCL",
-    "cublas": "cuBLAS", "cudnn": "cuDNN", "nvshmem": "NVSHMEM",
+    "cublas": "cuBLAS", "cudnn": "cuDNN", "nvshmem": "NVSHMEM", "nvshmem-msg": "NVSHMEM",
 }
 
 
@@ -168,7 +170,7 @@ def _remedy(s: Status) -> R.Remedy | None:
         return next((R.NCCL[c] for c in s.codes if c in R.NCCL), None)
     if s.family == "nccl-warn":
         return next((r for head, r in R.NCCL_WARN.items() if s.text.startswith(head)), None)
-    if s.family == "nvshmem":
+    if s.family in ("nvshmem", "nvshmem-msg"):
         return R.NVSHMEM.get(s.text)
     if s.family in ("cublas", "cudnn"):
         return R.LIBRARY_STATUS.get(s.names[0])
@@ -192,6 +194,8 @@ def _what(s: Status) -> str:
             f" (“{s.text}”)." if s.text != s.names[0] else ".")
     if s.family == "nccl-warn":
         return f"NCCL printed a WARN line: `{s.text}`."
+    if s.family == "nvshmem-msg":
+        return f"NVSHMEM said: “{s.text}”."
     return f"NVSHMEM's transport reported `{s.text}` (behind `FILE:LINE: non-zero status: N`)."
 
 
@@ -204,7 +208,7 @@ def _examples(s: Status) -> list[str]:
             [f"HIP error: {s.text}"] if s.also else [])
     if s.family == "hip":
         return [f"HIP error: {s.text}"]
-    if s.family == "nccl":
+    if s.family in ("nccl", "nvshmem-msg"):
         return [s.text]
     if s.family in ("cublas", "cudnn"):
         return [s.names[0]]
@@ -331,6 +335,15 @@ SHAPES: tuple[Shape, ...] = (
     Shape("nvshmem", "nvshmem-non-zero-status", NVSHMEM_LEAD + r"(?P<message>\S.*)", "nvshmem",
           R.Remedy("NVSHMEM reported a failed call at `file:line` with a non-zero status (an "
                    "errno value or an NVSHMEM code) and what failed.")),
+    Shape("ucx caught signal", "ucx-caught-signal",
+          r"\] Caught signal (?P<signal>\d+) \((?P<reason>[^)\n]*)\)", "ucx",
+          R.Remedy("UCX's signal handler (`[host:pid:thread:tid] Caught signal N (…)`) caught a "
+                   "fatal signal in this process: the native code that faulted runs in it (a "
+                   "UCX or NIXL transfer, or another library); UCX prints its backtrace next.",
+                   severity="critical"),
+          # https://github.com/sgl-project/sglang/issues/6694 (train)
+          ("[ubuntu-GPU-L40S-4802111:12796:1:13303] Caught signal 11 (Segmentation fault: "
+           "invalid permissions for mapped object at address 0x7fbd60001400)",)),
     Shape("xid", "nvidia-xid", r"(?:NVRM: )?Xid \((?P<pci>[^)\n]*)\): (?P<xid>\d+)\b,? ?(?P<detail>.*)",
           "nvidia-driver", R.Remedy(
               "The NVIDIA driver logged an Xid event (a GPU error) in the kernel log, for the "
@@ -354,7 +367,7 @@ def _shapes() -> list[Shape]:
     out = list(SHAPES)
     for name, remedy in R.FATAL_SIGNALS.items():
         out.append(Shape(f"fatal python error {name}", "python-fatal-error-" + _slug(name),
-                         rf"Fatal Python error: {re.escape(name)}\b", "cpython", remedy,
+                         rf"Fatal Python error: {re.escape(name)}", "cpython", remedy,
                          (f"Fatal Python error: {name}",)))
     for code, remedy in R.XID.items():
         ex: tuple[str, ...] = ()

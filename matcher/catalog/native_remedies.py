@@ -363,6 +363,13 @@ NVSHMEM: dict[str, Remedy] = {
     "ibv_post_send failed": Remedy(
         "NVSHMEM could not post an RDMA send: the queue pair is in an error state after an "
         "earlier failure, or its queue is full.", (_IB_CHECK,)),
+    "NVSHMEM API called before NVSHMEM initialization has completed": Remedy(
+        "An NVSHMEM call (DeepEP's buffers, a team split) ran although NVSHMEM's initialization "
+        "failed or never ran: the failure that stopped it is logged before this line (an "
+        "InfiniBand transport error such as `ibv_modify_qp failed` or `ep_connect failed`, or a "
+        "bootstrap error).",
+        ("If `ibv_modify_qp failed` or `ep_connect failed` is logged before it: " + _GID[0].lower()
+         + _GID[1:], _IB_CHECK)),
     "cq creation failed": Remedy(
         "NVSHMEM could not create an RDMA completion queue: the locked-memory limit or the "
         "device's resources are exhausted.",

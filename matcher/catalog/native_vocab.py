@@ -160,8 +160,18 @@ def nvshmem(path: str | Path, version: str = "") -> list[Entry]:
     driver); `version` is required, the library does not say it without one."""
     if not version:
         raise RuntimeError(f"{path}: give NVSHMEM's version, LIB@X.Y.Z")
-    return [Entry("nvshmem", "nvshmem", version, -1, Path(path).name.split(".so")[0], text.strip())
-            for text in library_strings(Path(path)) if NVSHMEM_FAILURE.fullmatch(text)]
+    name = Path(path).name.split(".so")[0]
+    out = []
+    for text in library_strings(Path(path)):
+        if NVSHMEM_FAILURE.fullmatch(text):
+            out.append(Entry("nvshmem", "nvshmem", version, -1, name, text.strip()))
+        elif NVSHMEM_MESSAGE.fullmatch(text):
+            out.append(Entry("nvshmem-msg", "nvshmem", version, -1, name, text.strip()))
+    return out
+
+
+# Whole messages NVSHMEM's host library prints behind `file:function:line: `.
+NVSHMEM_MESSAGE = re.compile(r"NVSHMEM API called before NVSHMEM initialization has completed")
 
 
 def cublas(path: str | Path, version: str = "") -> list[Entry]:
