@@ -342,8 +342,8 @@ SHAPES: tuple[Shape, ...] = (
                    "UCX or NIXL transfer, or another library); UCX prints its backtrace next.",
                    severity="critical"),
           # https://github.com/sgl-project/sglang/issues/6694 (train)
-          ("[ubuntu-GPU-L40S-4802111:12796:1:13303] Caught signal 11 (Segmentation fault: "
-           "invalid permissions for mapped object at address 0x7fbd60001400)",)),
+          (("[ubuntu-GPU-L40S-4802111:12796:1:13303] Caught signal 11 (Segmentation fault: "
+           "invalid permissions for mapped object at address 0x7fbd60001400)"),)),
     Shape("xid", "nvidia-xid", r"(?:NVRM: )?Xid \((?P<pci>[^)\n]*)\): (?P<xid>\d+)\b,? ?(?P<detail>.*)",
           "nvidia-driver", R.Remedy(
               "The NVIDIA driver logged an Xid event (a GPU error) in the kernel log, for the "
