@@ -437,11 +437,43 @@ def build(vocab: Path = VOCAB, curated: Path | None = CURATED) -> tuple[list[dic
             left.append(f"{s.family}: {s.text}")
             continue
         records.append(rec)
+    if curated is not None:
+        stealing = _taking_curated_lines(records, curated)
+        left += [f"{r['slug']} (takes a curated record's line)" for r in records
+                 if r["id"] in stealing]
+        records = [r for r in records if r["id"] not in stealing]
     records += [shape_record(s) for s in _shapes()]
     ids = [r["id"] for r in records]
     if len(ids) != len(set(ids)):
         raise ValueError("two native records share an id")
     return records, left
+
+
+def _taking_curated_lines(records: Sequence[dict[str, Any]], folder: Path) -> set[str]:
+    """The ids of status records that the engine would choose over a curated record on a line
+    that record is proven on (`catalog test` would fail): the curated record says more."""
+    from matcher.catalog.check import frame_text
+    from matcher.catalog.load import load_paths, validate_record
+    from matcher.engine import Engine
+
+    curated = load_paths([folder], "curated").records
+    ours = [v for i, r in enumerate(records)
+            if not isinstance(v := validate_record(r, "native.jsonl", i, "generated"), list)]
+    taken: set[str] = set()
+    while True:
+        kept = [r for r in ours if r.id not in taken]
+        engine = Engine([*curated, *kept])
+        native_ids = {r.id for r in kept}
+        found = set()
+        for rec in curated:
+            for example in rec.examples_match:
+                winners = {m.pattern.id for f in frame_text(example)
+                           if (m := engine.match(f)) is not None}
+                if rec.id not in winners:
+                    found |= winners & native_ids
+        if not found:
+            return taken
+        taken |= found
 
 
 def write(records: Sequence[dict[str, Any]], path: Path) -> None:
