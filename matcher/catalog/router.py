@@ -117,12 +117,20 @@ class _Merged:
     places: dict[str, set[tuple[str, int, int]]] = field(default_factory=dict)  # version → sites
     flags: frozenset[str] = frozenset()
     newest: str = ""
+    kinds: set[str] = field(default_factory=set)  # log, error (the same words as both)
+    severities: set[str] = field(default_factory=set)
 
 
 def site_key(site: RustSite) -> str:
+    """A frame by its file, function and source line; a panic by its message; a log line and
+    an error value by their text alone — the router often logs an error and returns it (0.1.4:
+    `error!("Timeout {}s waiting …")` then `Err(format!("Timeout {}s waiting …"))`): one
+    failure, one record."""
     if site.kind == "frame":
         return f"frame\n{site.path}\n{site.function}\n{site.source}"
-    return f"{site.kind}\n{site.severity}\n{site.template}"
+    if site.kind == "panic":
+        return f"panic\n{site.template}"
+    return f"message\n{site.template}"
 
 
 def record_id(key: str) -> str:
@@ -359,6 +367,8 @@ def build_record(m: _Merged, releases: Sequence[str]) -> dict[str, Any]:
         else:
             pattern = body
         documentation = f"The router (sglang-router {newest}) {_kind_words(site)} in {where}"
+        if m.kinds == {"log", "error"}:
+            documentation += " (it logs the error and returns it)"
         if site.condition:
             documentation += f", when `{site.condition}` does not hold"
         documentation += "."
@@ -366,7 +376,7 @@ def build_record(m: _Merged, releases: Sequence[str]) -> dict[str, Any]:
             documentation += " Rust appends `: ` and the error it found."
         if remedy is not None:
             documentation += " " + remedy.documentation
-        severity = site.severity
+        severity = "error" if "error" in m.severities else site.severity
     if other_files:
         documentation += " Same message also in: " + ", ".join(other_files[:5]) + "."
     record: dict[str, Any] = {
@@ -375,7 +385,8 @@ def build_record(m: _Merged, releases: Sequence[str]) -> dict[str, Any]:
         "slug": _slug(message or f"panic-{site.path}-{site.function}"),
         "errorMessage": message,
         "messagePattern": pattern,
-        "errorType": {"log": "log", "panic": "panic", "frame": "panic", "error": "error"}[site.kind],
+        "errorType": "log" if "log" in m.kinds else {"panic": "panic", "frame": "panic",
+                                                       "error": "error"}[site.kind],
         "errorClass": site.py_class,
         "severity": severity,
         "filePath": f"sgl-router/{site.path}" if site.path.startswith("src/") else site.path,
@@ -448,6 +459,8 @@ def extract(releases: Sequence[Release]) -> Result:
                 # the newest release's site describes the record
                 m.first, m.newest, m.flags = site, rel.version, rel.flags
                 m.versions.add(rel.version)
+                m.kinds.add(site.kind)
+                m.severities.add(site.severity)
                 m.places.setdefault(rel.version, set()).add((site.path, site.line, site.col))
                 c[f"records:{site.kind}"] += 1
         per_release[rel.version] = c
@@ -494,13 +507,55 @@ def stats_text(result: Result, sdists: Sequence[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sdist_urls() -> dict[str, tuple[str, str]]:
+    """version → (sdist URL, sha256), from PyPI's JSON API."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"https://pypi.org/pypi/{PACKAGE}/json", timeout=60) as r:
+        data = json.load(r)
+    out = {}
+    for v, files in data["releases"].items():
+        for f in files:
+            if f["packagetype"] == "sdist" and not f.get("yanked"):
+                out[v] = (f["url"], f["digests"]["sha256"])
+    return out
+
+
+def fetch_sdists(versions: Iterable[str] | None, dest: Path) -> list[Path]:
+    """The releases' sdists in `dest` (downloaded when missing, checked against PyPI's sha256):
+    `pip download --no-binary` would build each one's metadata with maturin first."""
+    import urllib.request
+
+    dest.mkdir(parents=True, exist_ok=True)
+    urls = sdist_urls()
+    wanted = list(versions) if versions is not None else sort_versions(urls)
+    out = []
+    for v in wanted:
+        if v not in urls:
+            raise OSError(f"PyPI has no sdist of {PACKAGE} {v}")
+        url, digest = urls[v]
+        path = dest / url.rsplit("/", 1)[1]
+        if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            with urllib.request.urlopen(url, timeout=300) as r:
+                data = r.read()
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise OSError(f"{url}: sha256 differs from PyPI's")
+            path.write_bytes(data)
+        out.append(path)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m matcher.catalog.router", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sdist-dir", type=Path, required=True,
                    help="a folder of sglang_router-V.tar.gz sdists (PyPI's, one per release)")
+    p.add_argument("--fetch", action="store_true",
+                   help="first download every release's sdist from PyPI into --sdist-dir")
     p.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT)
     args = p.parse_args(argv)
+    if args.fetch:
+        fetch_sdists(None, args.sdist_dir)
     sdists = sorted(args.sdist_dir.glob("sglang_router-*.tar.gz"),
                     key=lambda q: version_key(q.name[len("sglang_router-"):-len(".tar.gz")]))
     releases = [r for r in (read_sdist(q) for q in sdists) if r is not None]
