@@ -152,10 +152,11 @@ def test_the_frame_line_torch_adds_is_the_checks(shipped):
     [record] = [r for r in shipped.records if (r.error_message or "").startswith(
         "No implemented fp8_scaled_mm for current compute capability")]
     assert record.error_class == "NotImplementedError"
-    spots = [loc["sites"] for loc in record.raw["sourceLocations"]
-             if in_ranges(VERSION, [loc["versions"]])][0]
+    spots = next(loc["sites"] for loc in record.raw["sourceLocations"]
+                 if in_ranges(VERSION, [loc["versions"]]))
     path, line = spots[0].rsplit(":", 1)
-    frame = f"Exception raised from fp8_scaled_mm at /sgl-kernel/{path}:{line} (most recent call first):"
+    frame = (f"Exception raised from fp8_scaled_mm at /sgl-kernel/{path}:{line} "
+             "(most recent call first):")
     assert regex.search(record.message_pattern, frame)
     assert not regex.search(record.message_pattern, frame.replace(f":{line} ", ":1 "))
 

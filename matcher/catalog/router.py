@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matcher.catalog.extract import extract_module
 from matcher.catalog.patterns import analyze, escape_literal
 from matcher.catalog.rust_source import Hole, RustSite, plain_text, sites
 from matcher.catalog.versions import compact_ranges, sort_versions, version_key
@@ -70,6 +71,7 @@ class Release:
     version: str
     files: tuple[tuple[str, str], ...]  # (path inside the crate as Rust prints it, text)
     flags: frozenset[str]  # the router's command-line flags, without `--` and `--router-`
+    python: tuple[tuple[str, str], ...] = ()  # the package's Python (`sglang_router/…`)
 
 
 def read_sdist(path: Path) -> Release | None:
@@ -80,6 +82,7 @@ def read_sdist(path: Path) -> Release | None:
         return None
     version = m.group(1)
     files: list[tuple[str, str]] = []
+    py_files: list[tuple[str, str]] = []
     flags: set[str] = set()
     with tarfile.open(path) as tar:
         for member in tar.getmembers():
@@ -91,19 +94,23 @@ def read_sdist(path: Path) -> Release | None:
                     continue
                 if not (name.startswith("src/") or re.match(r"bindings/[^/]+/src/", name)):
                     continue
-            elif not name.endswith(("router_args.py", "launch_router.py", "launch_server.py")):
+            elif not (name.endswith(".py") and "/sglang_router/" in f"/{name}"
+                      and not any(d in name for d in ("test", "/e2e"))):
                 continue
             f = tar.extractfile(member)
             if f is None:
                 continue
             text = io.TextIOWrapper(f, encoding="utf-8", errors="replace").read()
             if name.endswith(".py"):
-                flags.update(_FLAG.findall(text))
+                if name.endswith(("router_args.py", "launch_router.py", "launch_server.py")):
+                    flags.update(_FLAG.findall(text))
+                py = "sglang_router/" + f"/{name}".split("/sglang_router/", 1)[1]
+                py_files.append((py, text))
             else:
                 files.append((name, text))
     if not files:
         return None
-    return Release(version, tuple(sorted(files)), frozenset(flags))
+    return Release(version, tuple(sorted(files)), frozenset(flags), tuple(sorted(py_files)))
 
 
 @dataclass(slots=True)
@@ -118,6 +125,7 @@ class _Merged:
     flags: frozenset[str] = frozenset()
     newest: str = ""
     kinds: set[str] = field(default_factory=set)  # log, error (the same words as both)
+    python_pattern: str = ""  # a Python site's pattern, as `catalog extract` makes it
     severities: set[str] = field(default_factory=set)
 
 
@@ -348,7 +356,16 @@ def build_record(m: _Merged, releases: Sequence[str]) -> dict[str, Any]:
         f"{site.path}:{site.line}"
     text = plain_text(site.parts)
     remedy = remedy_for(text) if site.kind != "frame" else None
-    if site.kind == "frame":
+    if site.kind == "python":
+        message = site.parts[0] if isinstance(site.parts[0], str) else site.template
+        pattern = m.python_pattern
+        severity = site.severity
+        documentation = (f"sglang-router's Python launcher (sglang-router {newest}) "
+                         + (f"raises {site.py_class}" if site.py_class else "logs this")
+                         + f" in {site.path}:{site.line}.")
+        if remedy is not None:
+            documentation += " " + remedy.documentation
+    elif site.kind == "frame":
         what = (f"`{site.source}`" if site.source else "this line")
         pattern = frame_pattern(site.path, spots)
         message = None
@@ -386,10 +403,13 @@ def build_record(m: _Merged, releases: Sequence[str]) -> dict[str, Any]:
         "errorMessage": message,
         "messagePattern": pattern,
         "errorType": "log" if "log" in m.kinds else {"panic": "panic", "frame": "panic",
-                                                       "error": "error"}[site.kind],
+                                                       "error": "error",
+                                                       "python": "python"}[site.kind],
         "errorClass": site.py_class,
         "severity": severity,
-        "filePath": f"sgl-router/{site.path}" if site.path.startswith("src/") else site.path,
+        "filePath": (f"sgl-router/{site.path}" if site.path.startswith("src/")
+                     else f"sgl-router/py_src/{site.path}" if site.kind == "python"
+                     else site.path),
         "lineNumber": site.line,
         "githubUrl": None,
         "documentation": documentation,
@@ -463,6 +483,26 @@ def extract(releases: Sequence[Release]) -> Result:
                 m.severities.add(site.severity)
                 m.places.setdefault(rel.version, set()).add((site.path, site.line, site.col))
                 c[f"records:{site.kind}"] += 1
+        for path, text in rel.python:
+            for rec in extract_module(text, path, version=rel.version).records:
+                if rec.get("raisedIn") or not rec.get("errorMessage"):
+                    continue
+                c["sites:python"] += 1
+                py = RustSite("python", rec.get("severity") or "error",
+                              rec.get("errorClass") or rec.get("errorType") or "log",
+                              (rec["errorMessage"],), path, int(rec.get("lineNumber") or 0), 0,
+                              "", "", py_class=rec.get("errorClass"))
+                key = f"python\n{rec.get('errorClass') or ''}\n{rec['errorMessage']}"
+                m = merged.get(key)
+                if m is None:
+                    m = merged[key] = _Merged(key, "python", py)
+                m.first, m.newest, m.flags = py, rel.version, rel.flags
+                m.python_pattern = rec["messagePattern"]
+                m.versions.add(rel.version)
+                m.kinds.add("python")
+                m.severities.add(py.severity)
+                m.places.setdefault(rel.version, set()).add((path, py.line, 0))
+                c["records:python"] += 1
         per_release[rel.version] = c
         counts.update(c)
     records = [build_record(m, order) for m in merged.values()]

@@ -533,8 +533,8 @@ def sites(text: str, path: str) -> list[RustSite]:
             elif t.kind == "str" and nxt is not None and (
                     (nxt.text == "." and i + 2 < n
                      and toks[i + 2].text in ("to_string", "into", "to_owned"))
-                    or (nxt.text in (")", ",") and toks[i - 1].text == "("
-                        and error_heads[i][0] == "new_err")):
+                    or (nxt.text in (")", ",") and toks[i - 1].text in ("(", ",")
+                        and error_heads[i][0] in ("new_err", "response"))):
                 parts = (t.text,)
             if parts is not None:
                 constructor, cls = error_heads[i]
@@ -552,6 +552,13 @@ def _in_error(toks: list[Token], i: int, heads: dict[int, tuple[str, str]]) -> b
     return i in heads
 
 
+# Helpers that turn a status and a message into the HTTP error response a client gets
+# (`error::service_unavailable("no_available_workers", "No available workers …")`).
+RESPONSE_HELPERS = frozenset({
+    "service_unavailable", "bad_request", "internal_error", "not_found", "unauthorized",
+    "forbidden", "bad_gateway", "gateway_timeout", "too_many_requests", "payload_too_large",
+    "create_error_response", "error_response", "not_implemented", "conflict",
+})
 _MESSAGE_FIELDS = frozenset({"message", "msg", "error", "reason", "details", "detail"})
 
 
@@ -578,6 +585,9 @@ def _error_contexts(toks: list[Token]) -> dict[int, tuple[str, str]]:
                     ctx = ("new_err", cls)
                 elif (prev.text in ("map_err", "ok_or_else", "ok_or") and t.text == "(") or (_is_error_variant(toks, i - 1) and t.text in ("(", "{")):
                     ctx = (prev.text, "")
+            if (ctx is None and t.text == "(" and i + 2 < len(toks)
+                    and toks[i + 1].text == "StatusCode" and toks[i + 2].text == "::"):
+                ctx = ("response", "")  # (StatusCode::X, "message").into_response()
             if ctx is None and stack:
                 ctx = stack[-1]
             if ctx is not None and prev is not None and prev.text == "!" and i >= 2 and \
