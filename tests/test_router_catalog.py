@@ -194,3 +194,26 @@ def test_remedies_name_what_to_do_not_where_to_look():
     r = remedy_for("Timeout 300s waiting for workers to become healthy")
     assert r is not None and r.name == "startup-timeout"
     assert remedy_for("Failed to serialize membership state: ") is None
+
+
+FIELD = ROOT / "tests" / "fixtures" / "field"
+
+
+def test_a_client_told_no_available_workers_gets_the_routers_record(shipped):
+    """THUDM/slime#1328 (train): slime's rollout retries a 503 whose body is the router's
+    `No available workers (all circuits open or unhealthy)` response."""
+    path = FIELD / "projects" / "slime-1328-router-no-available-workers.log"
+    events = scan(shipped, path)
+    assert events
+    record = shipped.by_id(events[0]["pattern_id"])
+    assert record.error_message == "No available workers (all circuits open or unhealthy)"
+    assert record.solutions
+
+
+def test_the_python_launchers_error_is_a_record(shipped):
+    """sglang#2796 (train): `launch_router` without `--worker-urls` on sglang-router 0.1.1;
+    the launcher's `logger.error(f"Error starting router: {e}")`."""
+    path = FIELD / "sglang-b" / "2796-launch-router-without-worker-urls.log"
+    [event] = scan(shipped, path)
+    assert shipped.by_id(event["pattern_id"]).error_message == "Error starting router: {e}"
+    assert event["captures"]["e"].startswith("argument 'worker_urls'")
