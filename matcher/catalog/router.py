@@ -211,7 +211,8 @@ QUIET_LEVELS = r"(?<!\b(?:INFO|DEBUG|TRACE)\b[^\n]*)"
 
 def frame_pattern(path: str, places: Iterable[tuple[int, int]]) -> str:
     """`panicked at …/src/x.rs:(?:463:40|470:12)`: the panic header of one site, its file and
-    every line and column it had (a build's path before `src/` varies: `/home/runner/work/…`)."""
+    every line and column it had (the path before `src/` is the build's: the wheels' CI
+    checkout, a cargo registry)."""
     spots = sorted(set(places))
     alternatives = "|".join(f"{line}:{col}" for line, col in spots)
     tail = escape_literal(path.split("src/", 1)[1] if "src/" in path else path)
