@@ -1,0 +1,616 @@
+r"""One Rust source file → the message sites it holds: what the router prints when it fails.
+
+Pure: `sites(text, path)` takes a file's text and its path inside the crate (`src/core/worker.rs`,
+as `file!()` and the panic handler print it) and returns `RustSite`s. No Rust toolchain is
+needed: a small lexer (strings, raw strings, chars and lifetimes, nested comments) and a walk
+over its tokens find
+
+- log calls — `error!`, `warn!` (`tracing::`, `log::` or bare), their format string and
+  arguments (fields such as `worker = %url` and `target: "x"` skipped: tracing prints fields after
+  the message);
+- panics — `panic!`, `unreachable!`, `unimplemented!`, `todo!`, `assert!`/`assert_eq!`/`assert_ne!`
+  with a message, `.expect("…")` (Rust prints `msg: <the error's Debug>` for a `Result`), and
+  `.unwrap()`, whose message (`called \`Result::unwrap()\` on an \`Err\` value: …`) names no site:
+  only the `panicked at FILE:LINE:COL` frame does;
+- error values — `Err(format!(…))`, `Err("…".to_string())`, `anyhow!(…)`, `bail!(…)`,
+  `SomeError::Variant(format!(…))`, pyo3's `PyXError::new_err(…)`, `.map_err(|e| format!(…))`:
+  text that reaches a log line, an HTTP error body or a Python exception.
+
+Test code is left out: items under `#[cfg(test)]`, `#[test]` and `#[tokio::test]` functions.
+Each site keeps its line and the column Rust's `Location::caller()` reports (the macro's or the
+method name's first character), the enclosing `fn`, and the stripped source line, so that a
+panic without a message can be known by its frame.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+LOG_MACROS = {"error": "error", "warn": "warning"}
+PANIC_MACROS = frozenset({"panic", "unreachable", "unimplemented", "todo"})
+ASSERT_MACROS = {"assert": 1, "assert_eq": 2, "assert_ne": 2, "debug_assert": 1,
+                 "debug_assert_eq": 2, "debug_assert_ne": 2}
+ERROR_MACROS = frozenset({"anyhow", "bail"})
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # "ident", "str", "punct", "num", "char", "life"
+    text: str  # the identifier, the punctuation, or a string literal's decoded value
+    line: int
+    col: int  # 1-based, in characters
+
+
+@dataclass(frozen=True, slots=True)
+class Hole:
+    """A `{…}` of a format string: the argument expression it prints (empty when unknown)."""
+
+    expr: str
+    spec: str = ""  # what follows `:` — `?` is Debug
+
+
+@dataclass(frozen=True, slots=True)
+class RustSite:
+    kind: str  # "log", "panic", "error", "frame"
+    severity: str  # "error", "warning", "critical"
+    macro: str  # error, warn, panic, expect, unwrap, Err, anyhow, new_err …
+    parts: tuple[str | Hole, ...]  # the message: literal text and holes (empty for "frame")
+    path: str
+    line: int
+    col: int
+    function: str
+    source: str  # the site's first source line, stripped
+    py_class: str | None = None  # pyo3's exception class, `new_err` sites only
+    suffix: bool = False  # Rust appends `: <error>` (`.expect` on a Result)
+    condition: str = ""  # an assert's condition, a panic's enclosing `if`/`match` arm
+
+    @property
+    def template(self) -> str:
+        """The message as a format string: literal braces doubled, each hole `{expr}`."""
+        out = []
+        for p in self.parts:
+            if isinstance(p, Hole):
+                out.append("{" + p.expr + (":" + p.spec if p.spec else "") + "}")
+            else:
+                out.append(p.replace("{", "{{").replace("}", "}}"))
+        return "".join(out)
+
+
+@dataclass(slots=True)
+class _Lexed:
+    tokens: list[Token] = field(default_factory=list)
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUM = re.compile(r"[0-9][0-9A-Za-z_.]*")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
+_PUNCT2 = ("::", "=>", "->", "==", "!=", "<=", ">=", "&&", "||", "..")
+
+
+def _decode(body: str) -> str:
+    """A Rust string literal's escapes decoded (`\\n`, `\\u{..}`, `\\x..`, a line continuation)."""
+    out: list[str] = []
+    i = 0
+    n = len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = body[i + 1]
+        if e in _ESCAPES:
+            out.append(_ESCAPES[e])
+            i += 2
+        elif e == "x" and i + 3 < n + 1:
+            out.append(chr(int(body[i + 2:i + 4], 16)))
+            i += 4
+        elif e == "u" and body[i + 2:i + 3] == "{":
+            end = body.index("}", i)
+            out.append(chr(int(body[i + 3:end].replace("_", ""), 16)))
+            i = end + 1
+        elif e == "\n":  # continuation: the newline and the next line's leading whitespace
+            i += 2
+            while i < n and body[i] in " \t\r\n":
+                i += 1
+        else:
+            out.append(e)
+            i += 2
+    return "".join(out)
+
+
+def lex(text: str) -> list[Token]:
+    """Rust tokens, comments dropped; string literals decoded (raw and byte strings too)."""
+    tokens: list[Token] = []
+    i = 0
+    n = len(text)
+    line = 1
+    line_start = 0
+
+    def advance_lines(a: int, b: int) -> None:
+        nonlocal line, line_start
+        k = text.count("\n", a, b)
+        if k:
+            line += k
+            line_start = text.rindex("\n", a, b) + 1
+
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+            line_start = i
+            continue
+        if c in " \t\r":
+            i += 1
+            continue
+        col = i - line_start + 1
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if text.startswith("/*", i):
+            depth = 0
+            j = i
+            while j < n:
+                if text.startswith("/*", j):
+                    depth += 1
+                    j += 2
+                elif text.startswith("*/", j):
+                    depth -= 1
+                    j += 2
+                    if depth == 0:
+                        break
+                else:
+                    j += 1
+            advance_lines(i, j)
+            i = j
+            continue
+        m = re.compile(r'(b|c)?r(#*)"').match(text, i)
+        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            hashes = m.group(2)
+            end = text.find('"' + hashes, m.end())
+            end = n if end < 0 else end
+            tokens.append(Token("str", text[m.end():end], line, col))
+            advance_lines(i, end)
+            i = end + 1 + len(hashes)
+            continue
+        if c == '"' or (c in "bc" and text.startswith('"', i + 1)):
+            j = i + (2 if c != '"' else 1)
+            start = j
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            tokens.append(Token("str", _decode(text[start:j]), line, col))
+            advance_lines(i, j)
+            i = j + 1
+            continue
+        if c == "'" or (c == "b" and text.startswith("'", i + 1)):
+            j = i + (2 if c == "b" else 1)
+            # a char literal ('a', '\n', '\u{1F600}') or a lifetime ('a, 'static)
+            cm = re.compile(r"(?:\\u\{[0-9A-Fa-f_]+\}|\\x[0-9A-Fa-f]{2}|\\.|[^\\'\n])'").match(text, j)
+            if cm:
+                tokens.append(Token("char", text[j:cm.end() - 1], line, col))
+                i = cm.end()
+                continue
+            lm = _IDENT.match(text, j)
+            if lm:
+                tokens.append(Token("life", lm.group(), line, col))
+                i = lm.end()
+                continue
+            i += 1
+            continue
+        m2 = _IDENT.match(text, i)
+        if m2:
+            tokens.append(Token("ident", m2.group(), line, col))
+            i = m2.end()
+            continue
+        m3 = _NUM.match(text, i)
+        if m3:
+            tokens.append(Token("num", m3.group(), line, col))
+            i = m3.end()
+            continue
+        two = text[i:i + 2]
+        if two in _PUNCT2:
+            tokens.append(Token("punct", two, line, col))
+            i += 2
+            continue
+        tokens.append(Token("punct", c, line, col))
+        i += 1
+    return tokens
+
+
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+def _match_close(toks: list[Token], i: int) -> int:
+    """The index of the token closing the group `toks[i]` opens (or the last token)."""
+    stack = [_OPEN[toks[i].text]]
+    j = i + 1
+    while j < len(toks):
+        t = toks[j]
+        if t.kind == "punct":
+            if t.text in _OPEN:
+                stack.append(_OPEN[t.text])
+            elif stack and t.text == stack[-1]:
+                stack.pop()
+                if not stack:
+                    return j
+        j += 1
+    return len(toks) - 1
+
+
+def _split_args(toks: list[Token], start: int, end: int) -> list[list[Token]]:
+    """The top-level comma-separated arguments of `toks[start:end]`."""
+    args: list[list[Token]] = []
+    cur: list[Token] = []
+    depth = 0
+    for t in toks[start:end]:
+        if t.kind == "punct" and t.text in _OPEN:
+            depth += 1
+        elif t.kind == "punct" and t.text in (")", "]", "}"):
+            depth -= 1
+        if depth == 0 and t.kind == "punct" and t.text == ",":
+            args.append(cur)
+            cur = []
+            continue
+        cur.append(t)
+    if cur:
+        args.append(cur)
+    return args
+
+
+def _expr_text(arg: list[Token]) -> str:
+    """An argument expression as short text: `self.url`, `e`, `worker.url()`."""
+    out = []
+    for t in arg:
+        if t.kind == "str":
+            out.append('"' + t.text + '"')
+        else:
+            out.append(t.text)
+    text = "".join(out)
+    for prefix in ("&", "*"):
+        while text.startswith(prefix):
+            text = text[1:]
+    return text
+
+
+_FMT_HOLE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+def format_parts(fmt: str, args: list[list[Token]]) -> tuple[str | Hole, ...]:
+    """A format string and its arguments → literal text and holes (named and positional
+    arguments, inline `{name}` captures, `{0}`, `{:?}`, `{name:>8}`)."""
+    positional: list[str] = []
+    named: dict[str, str] = {}
+    for a in args:
+        if len(a) >= 2 and a[0].kind == "ident" and a[1].text == "=" and (
+                len(a) < 3 or a[2].text != "="):
+            named[a[0].text] = _expr_text(a[2:])
+        else:
+            positional.append(_expr_text(a))
+    parts: list[str | Hole] = []
+    pos = 0
+    nxt = 0
+    for m in _FMT_HOLE.finditer(fmt):
+        parts.append(fmt[pos:m.start()])
+        pos = m.end()
+        if m.group(0) == "{{":
+            parts.append("{")
+            continue
+        if m.group(0) == "}}":
+            parts.append("}")
+            continue
+        inner = m.group(1) or ""
+        name, _, spec = inner.partition(":")
+        name = name.strip()
+        if not name:
+            expr = positional[nxt] if nxt < len(positional) else ""
+            nxt += 1
+        elif name.isdigit():
+            k = int(name)
+            expr = positional[k] if k < len(positional) else ""
+        else:
+            expr = named.get(name, name)
+        parts.append(Hole(expr, spec))
+    parts.append(fmt[pos:])
+    out: list[str | Hole] = []
+    for p in parts:  # adjacent literals joined, empty ones dropped
+        if isinstance(p, str):
+            if not p:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] = out[-1] + p
+                continue
+        out.append(p)
+    return tuple(out)
+
+
+def _message(arg: list[Token], rest: list[list[Token]]) -> tuple[str | Hole, ...] | None:
+    """The message of a macro's format arguments, or of `format!(…)`, `"…".to_string()`,
+    `"…".into()`, `String::from("…")`, `"…"`; None when it is not text we can read."""
+    if not arg:
+        return None
+    if arg[0].kind == "str" and (len(arg) == 1 or (
+            len(arg) >= 3 and arg[1].text == "." and arg[2].text in (
+                "to_string", "into", "to_owned", "to_str"))):
+        return format_parts(arg[0].text, rest) if rest else (arg[0].text,)
+    if (len(arg) >= 4 and arg[0].text == "format" and arg[1].text == "!"
+            and arg[2].text in _OPEN):
+        inner = _split_args(arg, 3, _match_close(arg, 2))
+        if inner and len(inner[0]) == 1 and inner[0][0].kind == "str":
+            return format_parts(inner[0][0].text, inner[1:])
+        return None
+    if (len(arg) >= 4 and arg[0].text == "String" and arg[1].text == "::"
+            and arg[2].text == "from" and arg[3].text == "(" and arg[4].kind == "str"):
+        return (arg[4].text,)
+    return None
+
+
+def _plain_text(parts: tuple[str | Hole, ...]) -> str:
+    return "".join(p for p in parts if isinstance(p, str))
+
+
+def _log_message(args: list[list[Token]]) -> tuple[str | Hole, ...] | None:
+    """A tracing / log macro's message: its first argument that is a bare string literal (what
+    comes before are `target: …`, `parent: …` and fields such as `worker = %url`, `?e`)."""
+    for k, a in enumerate(args):
+        if len(a) == 1 and a[0].kind == "str":
+            return format_parts(a[0].text, args[k + 1:])
+        if a and a[0].kind == "str":
+            return None
+    return None
+
+
+def test_spans(toks: list[Token]) -> list[tuple[int, int]]:
+    """Token index ranges of items under `#[cfg(test)]`, `#[test]`, `#[tokio::test]` …"""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    n = len(toks)
+    while i < n:
+        t = toks[i]
+        if t.text == "#" and i + 1 < n and toks[i + 1].text == "[":
+            close = _match_close(toks, i + 1)
+            body = [x.text for x in toks[i + 2:close]]
+            is_test = ("test" in body and (body[0] in ("test", "cfg") or body[-1] == "test"))
+            if body[:1] == ["cfg"] and "not" in body:
+                is_test = False
+            if is_test:
+                j = close + 1
+                # further attributes, then the item up to its block or `;`
+                while j < n:
+                    if toks[j].text == "#" and j + 1 < n and toks[j + 1].text == "[":
+                        j = _match_close(toks, j + 1) + 1
+                        continue
+                    if toks[j].text == ";":
+                        break
+                    if toks[j].text == "{":
+                        j = _match_close(toks, j)
+                        break
+                    j += 1
+                spans.append((i, j))
+                i = j + 1
+                continue
+            i = close + 1
+            continue
+        i += 1
+    return spans
+
+
+def _functions(toks: list[Token]) -> list[tuple[int, int, str]]:
+    """(body start, body end, name) of every `fn` with a body, innermost found by the caller."""
+    out: list[tuple[int, int, str]] = []
+    for i, t in enumerate(toks):
+        if t.text == "fn" and t.kind == "ident" and i + 1 < len(toks) and toks[i + 1].kind == "ident":
+            depth = 0
+            j = i + 2
+            while j < len(toks):
+                x = toks[j]
+                if x.text in ("(", "[", "<"):
+                    depth += 1
+                elif x.text in (")", "]", ">") and depth:
+                    depth -= 1
+                elif x.text == "->":
+                    pass
+                elif depth == 0 and x.text == ";":
+                    break
+                elif depth == 0 and x.text == "{":
+                    out.append((j, _match_close(toks, j), toks[i + 1].text))
+                    break
+                j += 1
+    return out
+
+
+_PY_ERROR = re.compile(r"^Py([A-Z]\w*(?:Error|Exception|Warning))$")
+_ERROR_PATH = re.compile(r"(?:Error|Err)$")
+
+
+def sites(text: str, path: str) -> list[RustSite]:
+    """Every message site of one Rust file outside test code (see the module doc)."""
+    toks = lex(text)
+    lines = text.splitlines()
+    skip = test_spans(toks)
+    fns = _functions(toks)
+    out: list[RustSite] = []
+
+    testing = bytearray(len(toks) + 1)
+    for a, b in skip:
+        testing[a:b + 1] = b"\x01" * (b + 1 - a)
+    owner = [""] * len(toks)  # the innermost fn around each token: outer bodies first
+    for a, b, name in sorted(fns, key=lambda f: f[0]):
+        owner[a:b + 1] = [name] * (b + 1 - a)
+
+    def in_test(i: int) -> bool:
+        return bool(testing[i])
+
+    def function_at(i: int) -> str:
+        return owner[i] if i < len(owner) else ""
+
+    def source(line: int) -> str:
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+    def add(kind: str, severity: str, macro: str, parts: tuple[str | Hole, ...], at: Token,
+            i: int, **extra: object) -> None:
+        out.append(RustSite(kind, severity, macro, parts, path, at.line, at.col,
+                            function_at(i), source(at.line), **extra))  # type: ignore[arg-type]
+
+    n = len(toks)
+    error_heads = _error_contexts(toks)
+    i = 0
+    while i < n:
+        t = toks[i]
+        if in_test(i):
+            i += 1
+            continue
+        nxt = toks[i + 1] if i + 1 < n else None
+        # a macro call: name ! ( … )
+        if (t.kind == "ident" and nxt is not None and nxt.text == "!" and i + 2 < n
+                and toks[i + 2].text in _OPEN and t.text in _KNOWN_MACROS):
+            name = t.text
+            head = t
+            if i >= 2 and toks[i - 1].text == "::":  # tracing::error!, log::warn!
+                head = toks[i - 2]
+            close = _match_close(toks, i + 2)
+            args = _split_args(toks, i + 3, close)
+            if name in LOG_MACROS:
+                parts = _log_message(args)
+                if parts is not None:
+                    add("log", LOG_MACROS[name], name, parts, head, i)
+            elif name in PANIC_MACROS:
+                parts = (format_parts(args[0][0].text, args[1:])
+                         if args and len(args[0]) == 1 and args[0][0].kind == "str" else ())
+                if name != "panic":
+                    parts = ((_UNFINISHED[name] + ": ",) + parts) if parts else (_UNFINISHED[name],)
+                add("panic" if parts else "frame", "critical", name, parts, head, i)
+            elif name in ASSERT_MACROS:
+                k = ASSERT_MACROS[name]
+                if not name.startswith("debug_") and len(args) > k and args[k] and args[k][0].kind == "str":
+                    parts = format_parts(args[k][0].text, args[k + 1:])
+                    add("panic", "critical", name, parts, head, i,
+                        condition=" , ".join(_expr_text(a) for a in args[:k]))
+                elif not name.startswith("debug_"):
+                    add("frame", "critical", name, (), head, i,
+                        condition=" , ".join(_expr_text(a) for a in args[:k]))
+            elif name in ERROR_MACROS and args:
+                parts = _message(args[0], args[1:])
+                if parts is not None:
+                    add("error", "error", name, parts, head, i)
+            i += 1
+            continue
+        # .expect("…") / .unwrap()
+        if t.text == "." and nxt is not None and nxt.kind == "ident" and i + 2 < n and toks[i + 2].text == "(":
+            if nxt.text == "expect":
+                close = _match_close(toks, i + 2)
+                args = _split_args(toks, i + 3, close)
+                parts = _message(args[0], []) if args else None
+                if parts is None and args and args[0] and args[0][0].text == "&":
+                    parts = _message(args[0][1:], [])
+                if parts:
+                    add("panic", "critical", "expect", parts, nxt, i, suffix=True)
+                else:
+                    add("frame", "critical", "expect", (), nxt, i)
+            elif nxt.text == "unwrap" and i + 3 < n and toks[i + 3].text == ")":
+                add("frame", "critical", "unwrap", (), nxt, i)
+            i += 1
+            continue
+        # #[error("…")]: a thiserror Display template, printed wherever the error is shown
+        if (t.text == "#" and nxt is not None and nxt.text == "[" and i + 4 < n
+                and toks[i + 2].text == "error" and toks[i + 3].text == "("
+                and toks[i + 4].kind == "str"):
+            close = _match_close(toks, i + 3)
+            args = _split_args(toks, i + 4, close)
+            add("error", "error", "thiserror", format_parts(args[0][0].text, args[1:]),
+                toks[i + 4], i)
+            i = close + 1
+            continue
+        # format!(…) / "…".to_string() inside an error's construction: Err(…),
+        # SomeError::Variant(…) or { message: … }, PyXError::new_err(…), .map_err(|e| …),
+        # .ok_or_else(|| …)
+        if t.kind in ("ident", "str") and _in_error(toks, i, error_heads):
+            parts = None
+            if t.text == "format" and t.kind == "ident" and nxt is not None and nxt.text == "!":
+                parts = _message(toks[i:_match_close(toks, i + 2) + 1], [])
+            elif t.kind == "str" and nxt is not None and (
+                    (nxt.text == "." and i + 2 < n
+                     and toks[i + 2].text in ("to_string", "into", "to_owned"))
+                    or (nxt.text in (")", ",") and toks[i - 1].text in ("(", ",")
+                        and error_heads[i][0] in ("new_err", "response"))):
+                parts = (t.text,)
+            if parts is not None:
+                constructor, cls = error_heads[i]
+                add("error", "error", constructor, parts, t, i, py_class=cls or None)
+        i += 1
+    return out
+
+
+_KNOWN_MACROS = frozenset(LOG_MACROS) | PANIC_MACROS | frozenset(ASSERT_MACROS) | ERROR_MACROS
+_UNFINISHED = {"unreachable": "internal error: entered unreachable code",
+               "unimplemented": "not implemented", "todo": "not yet implemented"}
+
+
+def _in_error(toks: list[Token], i: int, heads: dict[int, tuple[str, str]]) -> bool:
+    return i in heads
+
+
+# Helpers that turn a status and a message into the HTTP error response a client gets
+# (`error::service_unavailable("no_available_workers", "No available workers …")`).
+RESPONSE_HELPERS = frozenset({
+    "service_unavailable", "bad_request", "internal_error", "not_found", "unauthorized",
+    "forbidden", "bad_gateway", "gateway_timeout", "too_many_requests", "payload_too_large",
+    "create_error_response", "error_response", "not_implemented", "conflict",
+})
+_MESSAGE_FIELDS = frozenset({"message", "msg", "error", "reason", "details", "detail"})
+
+
+def _error_contexts(toks: list[Token]) -> dict[int, tuple[str, str]]:
+    """Token index → (the error constructor it is built in, pyo3 class or ""): the tokens
+    inside `Err(…)`, `XError::Variant(…)`/`{…}`, `new_err(…)`, `anyhow!`/`bail!` are not, they
+    are handled as macros), the closures of `.map_err(…)` / `.ok_or_else(…)`; a group opened
+    by another call inside (`format!`'s own, a `vec![…]`) keeps its outer context, a closure
+    or block that logs (`error!(…)`) is its own."""
+    heads: dict[int, tuple[str, str]] = {}
+    stack: list[tuple[str, str] | None] = []
+    for i, t in enumerate(toks):
+        if t.kind == "punct" and t.text in _OPEN:
+            ctx: tuple[str, str] | None = None
+            prev = toks[i - 1] if i else None
+            if prev is not None and prev.kind == "ident":
+                if prev.text == "Err" and t.text == "(":
+                    ctx = ("Err", "")
+                elif prev.text == "new_err" and t.text == "(":
+                    cls = ""
+                    if i >= 3 and toks[i - 2].text == "::":
+                        pm = _PY_ERROR.match(toks[i - 3].text)
+                        cls = pm.group(1) if pm else ""
+                    ctx = ("new_err", cls)
+                elif (prev.text in ("map_err", "ok_or_else", "ok_or") and t.text == "(") or (_is_error_variant(toks, i - 1) and t.text in ("(", "{")):
+                    ctx = (prev.text, "")
+            if (ctx is None and t.text == "(" and i + 2 < len(toks)
+                    and toks[i + 1].text == "StatusCode" and toks[i + 2].text == "::"):
+                ctx = ("response", "")  # (StatusCode::X, "message").into_response()
+            if ctx is None and stack:
+                ctx = stack[-1]
+            if ctx is not None and prev is not None and prev.text == "!" and i >= 2 and \
+                    toks[i - 2].text in ("error", "warn", "info", "debug", "trace", "panic"):
+                ctx = None  # a log call inside: its own site
+            stack.append(ctx)
+            continue
+        if t.kind == "punct" and t.text in (")", "]", "}"):
+            if stack:
+                stack.pop()
+            continue
+        if stack and stack[-1] is not None:
+            heads[i] = stack[-1]
+    return heads
+
+
+def _is_error_variant(toks: list[Token], i: int) -> bool:
+    """`RouterError::Internal(` / `WorkerError::HealthCheckFailed {`: a path with an error type."""
+    if i < 2 or toks[i - 1].text != "::":
+        return False
+    return bool(_ERROR_PATH.search(toks[i - 2].text)) and toks[i].text[:1].isupper()
+
+
+def plain_text(parts: tuple[str | Hole, ...]) -> str:
+    """The literal text of a message, holes left out."""
+    return _plain_text(parts)
