@@ -381,7 +381,7 @@ def test_a_failing_handler_is_one_json_error_line_not_a_raw_traceback(capfd, clo
     """Before: socketserver's handle_error printed `Exception occurred during processing of
     request from …` and a traceback to stderr."""
     class Broken(EventRing):
-        def recent(self, limit, pattern_id=None):
+        def encoded(self, limit, pattern_id=None):
             raise RuntimeError("ring broke")
 
     srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock, events=Broken(3))
