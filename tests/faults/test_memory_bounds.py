@@ -17,8 +17,10 @@ import json
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 
+import pytest
 from faultkit import figure, peak_rss_mib, served_url
 from watch_harness import DaemonProcess, wait_for
 
@@ -155,3 +157,49 @@ def test_long_messages_and_slow_event_readers_stay_under_the_ceiling(tmp_path, s
                f"{CEILING_MIB} MiB)")
         assert peak < CEILING_MIB
         assert d.stop() == 0
+
+
+def _address_of_this_host() -> str | None:
+    """An address of this host that is not loopback (the route out; no packet is sent)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if ip.startswith("127.") else ip
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code
+
+
+def test_events_answers_this_host_only_unless_exposed_and_metrics_answers_all(tmp_path):
+    """The metrics port bound to every interface (as in a pod): a client from another address
+    gets /metrics and the probes, and 403 for /events (log text, no authentication) until
+    `events_access = any`; a client on this host (curl localhost, kubectl port-forward) gets
+    /events. Before: /events answered everyone the port reached."""
+    ip = _address_of_this_host()
+    if ip is None:
+        pytest.skip("this host has no address but loopback")
+    log = tmp_path / "server.log"
+    log.write_text(line_for(1) + "\n")
+    for access, remote_events in ((None, 403), ("any", 200)):
+        flags = ["--from-beginning", "--metrics-addr", "0.0.0.0:0",
+                 *(["--events-access", access] if access else [])]
+        with DaemonProcess(tmp_path, [str(log)], *flags, name=f"d-{access}") as d:
+            url = wait_for(lambda d=d: served_url(d), 30)
+            assert url
+            port = int(url.rsplit(":", 1)[1])
+            d.wait_seqs({1})
+            remote, local = f"http://{ip}:{port}", f"http://127.0.0.1:{port}"
+            assert _status(remote + "/metrics") == 200
+            assert _status(remote + "/healthz") == 200
+            assert _status(remote + "/events") == remote_events
+            assert _status(local + "/events") == 200
+            assert d.stop() == 0
