@@ -269,7 +269,8 @@ class FileSource:
                 continue
             if touched is not None and not self._needs_turn(f, touched):
                 continue
-            if self._read_file(f, now, self.config.read_chunk_bytes, intake):
+            named = touched is not None and f.abspath in touched
+            if self._read_file(f, now, self.config.read_chunk_bytes, intake, named):
                 progressed = True
                 f.busy = True
             else:
@@ -308,15 +309,18 @@ class FileSource:
             self.telemetry.files_slept(slept, open_files=self.files.open_count(),
                                        max_open_files=self.max_open_files)
 
-    def _read_file(self, f: TailedFile, now: float, budget: int, intake: Intake) -> bool:
+    def _read_file(self, f: TailedFile, now: float, budget: int, intake: Intake,
+                   named: bool = False) -> bool:
+        """One read of `f`; `named`: inotify said it was written since the last turn."""
         if f.parked_for is not None:
             return False
         try:
             # Idle is one fstat: truncation is checked (size, first bytes, the bytes before our
             # offset) whenever there is something to read, before and after reading it, and
-            # when the file's times moved while its size stayed at our offset (truncated and
-            # rewritten to exactly the length we had read: nothing to read by size alone).
-            rewritten = f.look()
+            # when the file's times moved, or inotify named it, while its size stayed at our
+            # offset (truncated and rewritten to exactly the length we had read: nothing to
+            # read by size alone).
+            rewritten = f.look() or named
             if f.seen_size == f.offset:
                 if rewritten and self._truncated(f, now, intake):
                     return True
