@@ -489,3 +489,15 @@ def test_events_off_is_403_and_metrics_still_answer(clock):
         assert get(srv, "/metrics")[0] == 200
     finally:
         srv.stop()
+
+
+def test_an_event_too_large_even_cut_keeps_what_says_what_it_was():
+    from matcher.sinks.ring import EVENT_MAX_BYTES
+
+    ring = EventRing(3)
+    ring.append({"event": "sglang_error", "pattern_id": "p", "message": "m" * 500,
+                 "consequences": ["c" * 100] * 5000})
+    [kept] = ring.recent(1)
+    assert kept["event"] == "sglang_error" and kept["pattern_id"] == "p"
+    assert "consequences" not in kept and "[cut for /events:" in kept["message"]
+    assert len(json.dumps(kept, ensure_ascii=False).encode()) <= EVENT_MAX_BYTES

@@ -51,7 +51,8 @@ def _cut(value: Any, limit: int) -> Any:
 
 def bounded(event: dict[str, Any], max_bytes: int = EVENT_MAX_BYTES) -> bytes:
     """The event's JSON, at most `max_bytes`: strings cut shorter and shorter until it fits;
-    an event that still does not fit (thousands of fields) keeps only what says what it was."""
+    an event that still does not fit (thousands of fields) keeps only the fields that say what
+    it was and where (schema fields all: no field is added)."""
     data = encode(event)
     if len(data) <= max_bytes:
         return data
@@ -61,9 +62,7 @@ def bounded(event: dict[str, Any], max_bytes: int = EVENT_MAX_BYTES) -> bytes:
             return data
     keep = ("event", "pattern_id", "error_class", "severity", "message", "source", "offset",
             "line", "log_ts", "observed_ts", "fingerprint")
-    data = encode(_cut({k: event[k] for k in keep if k in event}, CUT_TO[-1])
-                  | {"cut": "too large for /events; stdout and the events file have it whole"})
-    return data
+    return encode(_cut({k: event[k] for k in keep if k in event}, CUT_TO[-1]))
 
 
 class EventRing:
