@@ -206,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="read files present at first start from their beginning")
     watch.add_argument("--state-dir", type=Path, help="where read positions are kept")
     watch.add_argument("--metrics-addr", metavar="HOST:PORT", help="serve /metrics and health here")
+    watch.add_argument("--events-access", choices=("local", "any", "off"),
+                       help="who may read /events on the metrics port: local (default: "
+                            "clients on this host), any, or off")
     watch.add_argument("--catalog", action="append", type=Path, metavar="PATH",
                        help="extra catalog file or directory (repeatable)")
     watch.add_argument("--no-builtin", action="store_true", default=None,
@@ -457,6 +460,7 @@ def watch_flags(args: argparse.Namespace) -> dict[str, Any]:
         "from_beginning": args.from_beginning,
         "state_dir": args.state_dir,
         "metrics_addr": args.metrics_addr,
+        "events_access": args.events_access,
         "catalogs": args.catalog,
         "builtin_catalog": False if args.no_builtin else None,
         "sglang_version": args.sglang_version,

@@ -23,6 +23,7 @@ INPUT_FORMATS = ("auto", "plain", "cri", "docker")
 # `auto`: `human` when stdout is a terminal, else `json`; `console` is `human`'s older name.
 LOG_FORMATS = ("auto", "json", "human", "console")
 SEVERITIES = ("info", "warning", "error", "critical")
+EVENTS_ACCESS = ("local", "any", "off")  # who `/events` serves (matcher.http)
 # Label names the daemon's own series use (sinks/metrics.py, telemetry.py), and the ones
 # Prometheus gives a meaning (histogram buckets, summary quantiles): a static label of one of
 # these names would clash with them.
@@ -88,6 +89,8 @@ class Config:
     otlp_endpoint: str | None = None
     otlp_headers: Mapping[str, str] = field(default_factory=dict)
     events_buffer: int = 1000
+    # Who may read `/events` (log text): "local" (loopback peers), "any", or "off".
+    events_access: str = "local"
     labels: Mapping[str, str] = field(default_factory=dict)
     labels_from_env: Mapping[str, str] = field(default_factory=dict)
     redact_patterns: tuple[str, ...] = ()
@@ -213,6 +216,11 @@ def _validate(cfg: Config) -> Config:
     if cfg.min_severity not in SEVERITIES:
         raise ConfigError(f"setting 'min_severity': {cfg.min_severity!r} is not one of "
                           f"{', '.join(SEVERITIES)}")
+    if cfg.events_access not in EVENTS_ACCESS:
+        raise ConfigError(f"setting 'events_access': {cfg.events_access!r} is not one of "
+                          f"{', '.join(EVENTS_ACCESS)}")
+    if cfg.events_buffer < 1:
+        raise ConfigError("setting 'events_buffer': must be at least 1")
     if cfg.metrics_addr is not None:
         _host, sep, port = cfg.metrics_addr.rpartition(":")
         if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:

@@ -286,6 +286,9 @@ class Daemon:
                     due = topo.pipeline.due_in(self.clock())
                     if due is not None:  # an event waits on its ranks' grace: wake for it
                         nap = min(nap, max(0.005, due))
+                    judged = topo.files.due_in(self.clock())
+                    if judged is not None:  # a new file's wait to be judged a copy ends
+                        nap = min(nap, max(0.005, judged))
                     self.wakeup.wait(self.notifier.max_nap(min(topo.config.poll_interval, nap)))
         except OutputClosed as e:
             self._output_closed = e

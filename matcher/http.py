@@ -14,10 +14,19 @@ count, a failing handler as an error with its traceback in a field — never a r
   with a JSON reason when it stalls (a liveness probe then restarts the process). The clock
   starts at `start()`, so a process gets `stale_after` seconds before its first beat.
 - `/readyz`: 503 until `set_ready(True)` (catalog loaded, sources open), then 200.
-- `/events?limit=N`: the last N emitted events (already redacted dicts) from an `EventRing`,
-  oldest first, N clamped to [1, maxlen]; what fell out of the ring is gone (stdout has it).
-  `&pattern_id=ID` keeps only that pattern's events: the alert rules' runbook link
-  (deploy/prometheus) opens the failures an alert is about, each with its remediation.
+- `/events?limit=N`: the last N emitted events (already redacted, each cut to the ring's
+  bound) from an `EventRing`, oldest first, N clamped to [1, maxlen]; what fell out of the ring
+  is gone (stdout has it). `&pattern_id=ID` keeps only that pattern's events: the alert rules'
+  runbook link (deploy/prometheus) opens the failures an alert is about, each with its
+  remediation. Served, by default, only to clients on this host (`events_access = "local"`: a
+  loopback peer, as `kubectl port-forward` and `curl localhost` are); `"any"` serves every
+  client (behind a network policy or an authenticating proxy: events carry log text),
+  `"off"` none. The others get 403; `/metrics` and the probes are served to every client.
+
+Memory (issue 34: 16 slow readers of `/events` once took the daemon to 2.2 GB): a response is
+the ring's kept JSON, joined as it is written, never rendered whole; what the responses being
+written hold together is capped at `events_inflight_bytes` (default 64 MiB, counted at their
+full size): past it a request gets 503 with `Retry-After`, unless it is the only one.
 
 Slow and many clients (issue 12: 1,000 stalled connections once took 1,000 threads and
 descriptors, starved the log reader of descriptors and timed /healthz out) meet two bounds, both
@@ -46,6 +55,7 @@ slow reader of `/events`, the rest of the answer. Descriptors and threads stay a
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import socket
 import sys
@@ -70,6 +80,9 @@ MAX_CONNECTIONS = 64  # Prometheus, a probe or two and people: far fewer at once
 REQUEST_DEADLINE = 10.0  # seconds; Prometheus's default scrape timeout is 10 s too
 LISTEN_BACKLOG = 1024  # connects waiting for accept(); past it, the kernel drops SYNs
 DEFAULT_EVENTS_LIMIT = 100
+EVENTS_INFLIGHT_BYTES = 64 * 1024 * 1024  # /events responses being written, together
+EVENTS_ACCESS = ("local", "any", "off")
+_WRITE_BLOCK = 64 * 1024  # a response is written in pieces of about this size
 _JSON = "application/json; charset=utf-8"
 CLIENT_ERRORS_EVERY = 60.0  # seconds: clients gone mid-request are logged at most this often
 
@@ -113,9 +126,18 @@ class HttpServer:
         max_connections: int = MAX_CONNECTIONS,
         request_deadline: float = REQUEST_DEADLINE,
         log: Any | None = None,
+        events_access: str = "local",
+        events_inflight_bytes: int = EVENTS_INFLIGHT_BYTES,
     ) -> None:
         if max_connections < 1 or not request_deadline > 0:
             raise ValueError("max_connections must be at least 1 and request_deadline positive")
+        if events_access not in EVENTS_ACCESS:
+            raise ValueError(f"events_access must be one of {', '.join(EVENTS_ACCESS)}")
+        self.events_access = events_access
+        self.events_inflight_bytes = events_inflight_bytes
+        self._inflight = 0  # bytes of /events responses being written
+        self._inflight_lock = threading.Lock()
+        self.events_refused = 0  # /events requests answered 503 for the byte cap
         self.max_connections = max_connections
         self.request_deadline = request_deadline
         self.host = host
@@ -195,6 +217,37 @@ class HttpServer:
         self._matching_nothing = list(matching_nothing)
 
     # -- responses (called from handler threads) ------------------------------------------
+
+    def events_allowed(self, peer: str) -> bool:
+        """`/events` for a client at `peer` (its IP address), as `events_access` says."""
+        if self.events_access == "any":
+            return True
+        if self.events_access == "off":
+            return False
+        try:
+            ip = ipaddress.ip_address(peer.split("%", 1)[0])
+        except ValueError:
+            return False
+        mapped = getattr(ip, "ipv4_mapped", None)
+        return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+    def reserve(self, size: int) -> bool:
+        """Room for an `/events` response of `size` bytes under the in-flight cap (always
+        for a response when no other is being written: the ring's bound keeps it finite)."""
+        with self._inflight_lock:
+            if self._inflight and self._inflight + size > self.events_inflight_bytes:
+                self.events_refused += 1
+                return False
+            self._inflight += size
+            return True
+
+    def release(self, size: int) -> None:
+        with self._inflight_lock:
+            self._inflight -= size
+
+    @property
+    def inflight_bytes(self) -> int:
+        return self._inflight
 
     def healthz(self) -> tuple[int, dict[str, Any]]:
         age = self.clock() - self._beat
@@ -432,8 +485,14 @@ class _Handler(BaseHTTPRequestHandler):
             if limit is None:
                 self._respond(400, _json_bytes({"error": "limit must be an integer"}), _JSON)
                 return
+            if not app.events_allowed(str(self.client_address[0])):
+                self._respond(403, _json_bytes({
+                    "error": "forbidden", "reason": "/events is served to clients on this "
+                    "host only (events_access); /metrics and the probes to every client"}),
+                    _JSON)
+                return
             pattern_id = parse_qs(url.query).get("pattern_id", [None])[-1]
-            self._respond(*_json(200, app.events.recent(limit, pattern_id)))
+            self._events(app.events.encoded(limit, pattern_id))
         else:
             self._respond(404, _error_body(404), _JSON)
 
@@ -449,6 +508,40 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def _events(self, items: list[bytes]) -> None:
+        """The events as one JSON list, written a block at a time from the ring's own bytes
+        (nothing rendered per client), within the in-flight byte cap."""
+        app = self.server.app
+        size = 2 + sum(len(data) for data in items) + 2 * max(0, len(items) - 1)
+        if not app.reserve(size):
+            self._respond(503, _json_bytes({"error": "service unavailable",
+                                            "reason": "too many /events answers being written"}),
+                          _JSON, [("Retry-After", "1")])
+            return
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", _JSON)
+            self.send_header("Content-Length", str(size))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            block: list[bytes] = [b"["]
+            held = 1
+            for i, data in enumerate(items):
+                if i:
+                    block.append(b", ")
+                block.append(data)
+                held += len(data) + 2
+                if held >= _WRITE_BLOCK:
+                    self.wfile.write(b"".join(block))
+                    block, held = [], 0
+            block.append(b"]")
+            self.wfile.write(b"".join(block))
+        finally:
+            app.release(size)
 
     def _discard_input(self) -> None:
         """After refusing a request, read (a bounded amount of) what the client is still sending,

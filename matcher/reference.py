@@ -262,7 +262,14 @@ DESCRIPTIONS: dict[str, str] = {
                     "(e.g. `Authorization=Bearer …`); they take precedence over "
                     "`OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_EXPORTER_OTLP_LOGS_HEADERS`. Never "
                     "logged.",
-    "events_buffer": "How many of the most recent printed events `/events` keeps in memory.",
+    "events_buffer": "How many of the most recent printed events `/events` keeps in memory "
+                     "(each cut to 32 KiB of JSON, a marker saying so, and at most 32 MiB "
+                     "together: past that the oldest go first).",
+    "events_access": "Who may read `/events` on the `metrics_addr` port: `local` (clients "
+                     "connecting from this host's loopback, as `curl localhost` and `kubectl "
+                     "port-forward` do), `any` (every client: put it behind a network policy "
+                     "or an authenticating proxy, since events carry log text) or `off`. "
+                     "Others get 403; `/metrics`, `/healthz` and `/readyz` answer every client.",
     "labels": "Static labels on every event and every metric series, `NAME=VALUE` (repeatable "
               "flag; `NAME=VALUE,…` in the environment; a table in the file). A name must be a "
               "Prometheus label name and not one the matcher's own series use. Needs a restart "

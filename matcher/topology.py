@@ -484,9 +484,11 @@ def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRe
     if prev is not None and prev.http is not None \
             and prev.config.metrics_addr == config.metrics_addr:
         prev.http.events = ring  # a resized ring is served from the next request on
+        prev.http.events_access = config.events_access
         return prev.http
     host, port = address
-    server = HttpServer(host, port, registry=registry, events=ring, log=log)
+    server = HttpServer(host, port, registry=registry, events=ring, log=log,
+                        events_access=config.events_access)
     try:
         server.start()
     except OSError as e:

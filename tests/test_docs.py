@@ -274,6 +274,8 @@ def _sample(f: dataclasses.Field) -> str:
         return "error"
     if f.name == "metrics_addr":
         return "127.0.0.1:1"
+    if f.name == "events_access":
+        return "any"
     return samples.get(kind, "0.5.23")
 
 

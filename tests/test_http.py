@@ -381,7 +381,7 @@ def test_a_failing_handler_is_one_json_error_line_not_a_raw_traceback(capfd, clo
     """Before: socketserver's handle_error printed `Exception occurred during processing of
     request from …` and a traceback to stderr."""
     class Broken(EventRing):
-        def recent(self, limit, pattern_id=None):
+        def encoded(self, limit, pattern_id=None):
             raise RuntimeError("ring broke")
 
     srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock, events=Broken(3))
@@ -420,3 +420,84 @@ def test_the_logger_can_be_given():
     finally:
         srv.stop()
     assert [c.args[0] for c in log.calls] == ["http_client_gone"]
+
+
+# -- /events within bounds (issue 34, item 6) ----------------------------------------------
+
+
+def test_a_long_event_is_kept_cut_with_a_marker_and_the_ring_is_bounded_by_bytes():
+    """A 64K-character emoji message (256 KB of JSON) is kept cut, its marker saying how much
+    went; short events are kept whole; the ring drops its oldest past its byte bound."""
+    from matcher.sinks.ring import EVENT_MAX_BYTES
+
+    ring = EventRing(1000, max_bytes=200_000)
+    ring.append({"event": "sglang_error", "message": "\N{GRINNING FACE}" * 64_000,
+                 "traceback": "x" * 100_000, "n": 0})
+    [kept] = ring.recent(1)
+    assert len(json.dumps(kept, ensure_ascii=False).encode()) <= EVENT_MAX_BYTES
+    assert "more characters" in kept["message"] and "[cut for /events:" in kept["traceback"]
+    assert kept["n"] == 0
+    ring.extend({"event": "sglang_error", "message": "m" * 1000, "n": i} for i in range(1, 400))
+    assert ring.nbytes <= 200_000
+    assert ring.recent(1)[0] == {"event": "sglang_error", "message": "m" * 1000, "n": 399}
+    assert len(ring) < 400
+
+
+def test_events_answers_past_the_in_flight_cap_get_503_and_one_is_always_served(clock):
+    """The bytes of /events answers being written are capped: past the cap a request gets
+    503 with Retry-After; alone, an answer is served even when larger than the cap."""
+    ring = EventRing(50)
+    ring.extend({"event": "sglang_error", "message": "m" * 10_000, "n": i} for i in range(50))
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock, events=ring,
+                     events_inflight_bytes=100_000)
+    srv.start()
+    try:
+        status, _, body = get(srv, "/events?limit=50")  # ~500 KB, above the cap, alone
+        assert status == 200 and len(json.loads(body)) == 50
+        deadline = time.monotonic() + 5  # the handler releases its bytes after its last write
+        while srv.inflight_bytes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert srv.reserve(60_000)  # another answer being written
+        status, headers, body = get(srv, "/events?limit=50")
+        assert (status, headers["Retry-After"]) == (503, "1")
+        assert get(srv, "/events?limit=2")[0] == 200  # small enough to fit beside it
+        assert get(srv, "/metrics")[0] == 200
+        srv.release(60_000)
+        assert get(srv, "/events?limit=50")[0] == 200
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize(("access", "peer", "allowed"), [
+    ("local", "127.0.0.1", True), ("local", "127.8.9.1", True), ("local", "::1", True),
+    ("local", "::ffff:127.0.0.1", True), ("local", "10.0.0.7", False),
+    ("local", "fd00::2", False), ("local", "not an ip", False),
+    ("any", "10.0.0.7", True), ("off", "127.0.0.1", False),
+])
+def test_events_access_decides_by_the_peer(access, peer, allowed):
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), events_access=access)
+    assert srv.events_allowed(peer) is allowed
+
+
+def test_events_off_is_403_and_metrics_still_answer(clock):
+    srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock,
+                     events_access="off")
+    srv.start()
+    try:
+        status, _, body = get(srv, "/events")
+        assert status == 403 and json.loads(body)["error"] == "forbidden"
+        assert get(srv, "/metrics")[0] == 200
+    finally:
+        srv.stop()
+
+
+def test_an_event_too_large_even_cut_keeps_what_says_what_it_was():
+    from matcher.sinks.ring import EVENT_MAX_BYTES
+
+    ring = EventRing(3)
+    ring.append({"event": "sglang_error", "pattern_id": "p", "message": "m" * 500,
+                 "consequences": ["c" * 100] * 5000})
+    [kept] = ring.recent(1)
+    assert kept["event"] == "sglang_error" and kept["pattern_id"] == "p"
+    assert "consequences" not in kept and "[cut for /events:" in kept["message"]
+    assert len(json.dumps(kept, ensure_ascii=False).encode()) <= EVENT_MAX_BYTES

@@ -51,6 +51,10 @@ END_SCAN_BYTES = 64 * 1024
 TAIL_BYTES = 1024
 TRUNCATION_MEMORY = 60.0
 PENDING = (-1, -1)  # `parked_for` of a new file that may still become a copy: not read yet
+# A pending new file (a prefix of a followed file's first bytes) that has not grown for this
+# long is no copy logrotate is still writing (it writes a copy in one pass, in blocks larger
+# than the fingerprint): it is judged then, not `rotate_wait` later.
+PENDING_QUIET = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,8 @@ class TailedFile:
     parked_size: int = -1  # its size when last looked at: a copy still being written grows
     parked_since: float = 0.0  # when it was parked, or last grew while parked
     seen_size: int = 0  # its size when last looked at (read lag without another fstat)
+    seen_times: tuple[int, int] = (0, 0)  # (mtime, ctime) in ns when last looked at: an idle
+    # file whose times moved while its size stayed at our offset may have been rewritten
     busy: bool = True  # read something at its last turn: it gets the next one too
     abspath: str = ""  # `path` made absolute: what inotify's events name
     behind_symlink: bool = False  # its path is a symlink: its writes are no event we see
@@ -108,6 +114,16 @@ class TailedFile:
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
+
+    def look(self) -> bool:
+        """One fstat: note the size; True when the file changed without growing past our
+        offset (its times moved while its size is our offset: truncated and rewritten to the
+        very length we had read, as a copytruncate of a log that is then refilled can be)."""
+        st = os.fstat(self.fd)
+        times = (st.st_mtime_ns, st.st_ctime_ns)
+        moved, self.seen_times = times != self.seen_times, times
+        self.seen_size = st.st_size
+        return moved and st.st_size == self.offset
 
 
 def _identify(fd: int, length: int) -> tuple[FileIdentity, bytes]:
@@ -277,7 +293,8 @@ class FileSet:
                     _locate(tracked)
                 tracked.seen_at_path = True
                 tracked.gone_since = None
-                if tracked.dormant and st.st_size != tracked.offset:
+                if tracked.dormant and (st.st_size != tracked.offset or (
+                        st.st_mtime_ns, st.st_ctime_ns) != tracked.seen_times):
                     waking.append(tracked)
                 continue
             new.append((path, pattern))
@@ -292,10 +309,7 @@ class FileSet:
         for path, pattern in new:
             self._open(path, pattern, now)
         self._first_scan = False
-        for f in [f for f in self.files.values() if f.parked_for == PENDING]:
-            self._settle(f, now)
-        for f in [f for f in self.files.values() if f.parked_for not in (None, PENDING)]:
-            self._check_parked(f, now)
+        self.judge(now)
         done: list[TailedFile] = []
         for key, f in list(self.files.items()):
             if f.seen_at_path:
@@ -312,6 +326,27 @@ class FileSet:
                 done.append(f)
                 del self.files[key]
         return done
+
+    def judge(self, now: float) -> None:
+        """Decide what the files waiting to be judged are, as far as they can be now: pending
+        new files (maybe a copy still being written) and parked candidate copies. A file
+        decided to be read is marked busy, so its next turn reads it at once."""
+        for f in [f for f in self.files.values() if f.parked_for == PENDING]:
+            self._settle(f, now)
+        for f in [f for f in self.files.values() if f.parked_for not in (None, PENDING)]:
+            self._check_parked(f, now)
+
+    def decision_due(self, now: float) -> float | None:
+        """Seconds until time alone may decide a waiting file (None: none waits): the daemon
+        wakes for it, so a lookalike is read when its wait ends, not at the next poll."""
+        due: float | None = None
+        for f in self.files.values():
+            if f.parked_for is None or (f.parked_for == PENDING and f.parked_size == 0):
+                continue  # an empty new file waits for its first bytes, not for a time
+            wait = PENDING_QUIET if f.parked_for == PENDING else self.rotate_wait
+            left = f.parked_since + wait - now
+            due = left if due is None else min(due, left)
+        return due
 
     def _check_parked(self, f: TailedFile, now: float) -> None:
         """A parked copy is read as a new file, from its start, unless its original shrinks
@@ -336,6 +371,7 @@ class FileSet:
             f.parked_for = None
             f.offset = 0
             f.tail = b""
+            f.busy = True  # read at its next turn, not at the next sweep
             self.notices.append(SourceNotice(
                 "released", f.path, f"looked like a copy of "
                 f"{original.path if original else 'a followed file'}, but {why}: read as a new "
@@ -351,7 +387,8 @@ class FileSet:
             del self._unreadable[path]
             self.notices.append(SourceNotice("recovered", path, "readable again"))
         ident, head = _identify(fd, self.fingerprint_bytes)
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         first = self._first_scan or path in self._deferred_at_start
         offset, how, parked_for = self._start_offset(fd, ident, size, now, first)
         over_budget = self.open_count() >= self.max_open
@@ -366,7 +403,8 @@ class FileSet:
         self._deferred_at_start.discard(path)
         f = TailedFile(fd=fd, identity=ident, path=path, source_id=_source_id(path, ident),
                        offset=offset, last_growth=now, parked_for=parked_for, pattern=pattern,
-                       head=head, opened_at=now, parked_size=size, parked_since=now)
+                       head=head, opened_at=now, parked_size=size, parked_since=now,
+                       seen_size=size, seen_times=(st.st_mtime_ns, st.st_ctime_ns))
         f.tail = f.bytes_before(offset, TAIL_BYTES)
         _locate(f)
         self.files[ident.inode_key] = f
@@ -450,7 +488,9 @@ class FileSet:
     def _settle(self, f: TailedFile, now: float) -> None:
         """Decide what a pending new file is, once it is no longer a possible copy in progress."""
         size = f.size()
-        if size == 0 or (now - f.opened_at < self.rotate_wait
+        if size != f.parked_size:
+            f.parked_size, f.parked_since = size, now  # still being written
+        if size == 0 or (now - f.parked_since < PENDING_QUIET
                          and self._may_become_copy(f.fd, size)):
             return
         f.identity, f.head = _identify(f.fd, self.fingerprint_bytes)
@@ -459,6 +499,7 @@ class FileSet:
         f.parked_size, f.parked_since = size, now
         f.offset = offset
         f.tail = f.bytes_before(offset, TAIL_BYTES)
+        f.busy = f.parked_for is None  # decided to be read: at its next turn
         self.notices.append(SourceNotice("opened", f.path, f"{how} at offset {offset}"))
 
     def check_truncation(self, f: TailedFile, just_read: int = 0) -> bool:
@@ -487,6 +528,7 @@ class FileSet:
             for copy in self.files.values():
                 if copy.parked_for == f.identity.inode_key:
                     copy.parked_for = None
+                    copy.busy = True
                     copy.offset = min(f.offset, copy.size())
                     copy.tail = copy.bytes_before(copy.offset, TAIL_BYTES)
                     self.notices.append(SourceNotice(
@@ -565,7 +607,9 @@ class FileSet:
                     st = os.stat(f.path)
                 except OSError:
                     continue
-                if (st.st_dev, st.st_ino) == f.identity.inode_key and st.st_size != f.offset:
+                if (st.st_dev, st.st_ino) == f.identity.inode_key and (
+                        st.st_size != f.offset
+                        or (st.st_mtime_ns, st.st_ctime_ns) != f.seen_times):
                     self._wake(f, f.path, now)
                     room -= 0 if f.dormant else 1
 

@@ -133,6 +133,16 @@ class FileSource:
             touched = {os.path.abspath(p) for p in batch}
             self.files.wake(touched, now)  # closed idle files that grew
             self._log_notices()
+        if self.files.undecided():
+            # A file waiting to be judged (maybe a copy) that was written, or whose wait is
+            # over, is judged now, and read in this turn if it is to be read: not a poll, or
+            # a sweep, later.
+            due = self.files.decision_due(now)
+            if (due is not None and due <= 0) or (touched and any(
+                    f.abspath in touched for f in self.files.files.values()
+                    if f.parked_for is not None)):
+                self.files.judge(now)
+                self._log_notices()
         if now >= self._next_full_read or not self._events_cover_all:
             self._next_full_read = now + self.config.poll_interval * SWEEP_POLLS
             return self.read_round(now, intake)
@@ -190,6 +200,11 @@ class FileSource:
         self._log_notices()
         self._report_discovery()
         self.discovered = True
+
+    def due_in(self, now: float) -> float | None:
+        """Seconds until a file waiting to be judged may be decided by time alone (the
+        daemon's nap ends then); None when no file waits."""
+        return self.files.decision_due(now)
 
     def matching_nothing(self) -> list[str]:
         """Configured globs that follow no file now (/readyz lists them)."""
@@ -254,7 +269,8 @@ class FileSource:
                 continue
             if touched is not None and not self._needs_turn(f, touched):
                 continue
-            if self._read_file(f, now, self.config.read_chunk_bytes, intake):
+            named = touched is not None and f.abspath in touched
+            if self._read_file(f, now, self.config.read_chunk_bytes, intake, named):
                 progressed = True
                 f.busy = True
             else:
@@ -293,14 +309,21 @@ class FileSource:
             self.telemetry.files_slept(slept, open_files=self.files.open_count(),
                                        max_open_files=self.max_open_files)
 
-    def _read_file(self, f: TailedFile, now: float, budget: int, intake: Intake) -> bool:
+    def _read_file(self, f: TailedFile, now: float, budget: int, intake: Intake,
+                   named: bool = False) -> bool:
+        """One read of `f`; `named`: inotify said it was written since the last turn."""
         if f.parked_for is not None:
             return False
         try:
             # Idle is one fstat: truncation is checked (size, first bytes, the bytes before our
-            # offset) whenever there is something to read, before and after reading it.
-            f.seen_size = f.size()
+            # offset) whenever there is something to read, before and after reading it, and
+            # when the file's times moved, or inotify named it, while its size stayed at our
+            # offset (truncated and rewritten to exactly the length we had read: nothing to
+            # read by size alone).
+            rewritten = f.look() or named
             if f.seen_size == f.offset:
+                if rewritten and self._truncated(f, now, intake):
+                    return True
                 data = b""
             elif self._truncated(f, now, intake):
                 return True
