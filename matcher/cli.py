@@ -498,7 +498,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         topology = build(config, log=log, hooks=hooks,
                          stdin=sys.stdin.buffer if read_stdin else None)
     except ConfigError as e:
-        print(f"sglang-matcher: invalid configuration: {e}", file=sys.stderr)
+        from matcher.redact import Redactor  # a value echoed back may be a credential
+        print(f"sglang-matcher: invalid configuration: {Redactor().text(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     if args.check:
         topology.close()  # built — port bound, files opened — and released, nothing read

@@ -31,44 +31,79 @@ MASK = "***"
 
 # The last word of a key that names a secret (case-insensitive). Tokenizer words are not.
 _SECRET_WORD = (
-    r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|auth[_-]?key"
+    r"(?:(?:api|access|secret|private|auth|account|shared[_-]?access|master|signing|encryption"
+    r"|client|service|subscription|session|storage)[_-]?key|private[_-]?key[_-]?id"
     r"|(?<!(?:pad|eos|bos|unk|sep|cls|mask|special|start|end|stop|image|audio|video)[_-])token"
-    r"|secrets?|password|passwd|passphrase|credentials?)"
+    r"|secrets?|password|passwd|passphrase|pass|pwd|credentials?|auth|signature|sig|cookie)"
 )
+# The same words closing a camelCase, PascalCase or upper-case key with no separator
+# (`apiKey`, `AccountKey` of an Azure connection string, npm's `_authToken`, `APIKEY`),
+# matched with case.
+_CAMEL_WORD = (r"(?-i:_?[A-Za-z][A-Za-z0-9]*?[a-z0-9]"
+               r"(?:Key|Token|Secrets?|Password|Passwd|Pwd|Pass|Auth|Signature|Credentials?|Sig)"
+               r"|_?[A-Z][A-Z0-9]*"
+               r"(?:KEY|TOKEN|SECRETS?|PASSWORD|PASSWD|PWD|PASS|AUTH|SIGNATURE|CREDENTIALS?|SIG))")
 # A key: words joined by `_` or `-`, its last word a secret word, ending there.
-_SECRET_KEY = rf"(?:[a-z0-9]+[_-])*?{_SECRET_WORD}(?![\w-])"
+_SECRET_KEY = rf"(?:_?(?:[a-z0-9]+[_-])*?{_SECRET_WORD}|{_CAMEL_WORD})(?![\w-])"
 # A key standing alone: not part of a longer word, a flag (`--…`, handled on its own) or one of
 # sglang's counters (`#new-token: 6`).
 _BARE_KEY = rf"(?<![\w#-]){_SECRET_KEY}"
+# What gives a key its value: `=`, `:`, `=>` (Ruby, Perl, PHP), `:=` (Go).
+_SEP = r"(?:=>|:=|=(?!>)|:)"
 # A quoted value: up to its closing quote (backslash escapes kept inside), or, when the text was
-# cut before it closed, to the end of the line.
-_QUOTED = r"""(?P<q>['"])(?P<secret>(?:\\.|(?!(?P=q))[^\n\\])+)(?:(?P=q)|(?=\n)|\Z)"""
+# cut before it closed, to the end of the line. A bytes or raw literal's prefix (`b'…'`) is kept.
+_QUOTED = (r"""(?P<pre>[bru]{0,2})(?P<q>['"])(?P<secret>(?:\\.|(?!(?P=q))[^\n\\])+)"""
+           r"""(?:(?P=q)|(?=\n)|\Z)""")
 # An unquoted value: up to white space or punctuation that ends a value; not None/null/true/false
-# (an unset key says nothing).
-_BARE = r"""(?!(?:none|null|true|false)(?![^\s'",;&)}\]]))(?P<secret>[^\s'",;&)}\]]+)"""
+# (an unset key says nothing), nor the prefix of a quoted literal.
+_BARE = (r"""(?![bru]{1,2}['"])(?!(?:none|null|true|false|nil)(?![^\s'",;&)}\]]))"""
+         r"""(?P<secret>[^\s'",;&)}\]]+)""")
 # `x-auth-token: Bearer x`: the scheme is kept, the credential goes.
 _SCHEME = r"(?:(?:bearer|basic|token)[ \t]+)?"
+# A key whose last word is only `key` (`key=`, `cache_key:`, `KEY=`) names a secret only when
+# its value looks like one: 8 or more key characters and nothing else (a weight's name,
+# `model.layers.0.k_proj`, is not masked).
+_PLAIN_KEY = r"(?<![\w#-])(?:[a-z0-9]+[_-])*?key(?![\w-])"
 
 DEFAULT_PATTERNS: tuple[str, ...] = (
     # Authorization: Bearer x / Authorization: Basic x / bearer tokens anywhere
-    r"""(?i)(?P<keep>\bauthorization['"]?\s*[:=]\s*['"]?(?:bearer\s+|basic\s+|token\s+)?)(?P<secret>[^\s'",}]+)""",
+    r"""(?i)(?P<keep>\b(?:proxy-)?authorization['"]?\s*[:=]\s*['"]?(?:bearer\s+|basic\s+|token\s+)?)(?P<secret>[^\s'",}]+)""",
     r"""(?i)(?P<keep>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",
-    # 'api_key': 'x' / "hf_token": "x" / {'x-api-key': 'x'}   (Python dict repr, JSON)
-    rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*[:=]\s*){_QUOTED}""",
+    # 'api_key': 'x' / "hf_token": "x" / {'x-api-key': b'x'} / "password" => "x"
+    rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*{_SEP}\s*){_QUOTED}""",
     # 'api_key': x   (a quoted key, a bare value)
-    rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*[:=]\s*{_SCHEME}){_BARE}""",
-    # api_key='x' / api_key = "x" / api_key: 'x'   (dataclass repr, YAML, assignments)
-    rf"""(?i)(?P<keep>{_BARE_KEY}\s*[:=]\s*){_QUOTED}""",
-    # HF_TOKEN=x / api_key = x / OPENAI_API_KEY: x   (environment, key=value logs, YAML)
-    rf"""(?i)(?P<keep>{_BARE_KEY}[ \t]*(?:=|:(?!//))[ \t]*{_SCHEME}){_BARE}""",
-    # --api-key x / --api_key=x / --hf-token x
-    rf"""(?i)(?P<keep>--{_SECRET_KEY}(?:=|\s+)(?!--))(?P<secret>[^\s'"]+)""",
-    # Hugging Face and OpenAI-style keys
-    r"""(?P<secret>\bhf_[A-Za-z0-9]{20,})""",
-    r"""(?P<secret>\bsk-[A-Za-z0-9_-]{8,})""",
+    rf"""(?i)(?P<keep>['"]{_SECRET_KEY}['"]\s*{_SEP}\s*{_SCHEME}){_BARE}""",
+    # api_key='x' / api_key = "x" / api_key: 'x' / :password => 'x'  (reprs, YAML, assignments)
+    rf"""(?i)(?P<keep>{_BARE_KEY}\s*{_SEP}\s*){_QUOTED}""",
+    # HF_TOKEN=x / api_key = x / OPENAI_API_KEY: x / db_pass=x / X-Amz-Signature=x
+    rf"""(?i)(?P<keep>{_BARE_KEY}[ \t]*(?:=>|:=|=(?!>)|:(?!//))[ \t]*{_SCHEME}){_BARE}""",
+    # --api-key x / --api_key=x / --hf-token x / --password 'x y' / --authtoken x
+    rf"""(?i)(?P<keep>--(?:[a-z0-9_-]*?{_SECRET_WORD}|{_CAMEL_WORD})(?![\w-])(?:=|\s+)(?!--))(?:{_QUOTED}|(?P<bare>[^\s'"]+))""",
+    # Hugging Face and OpenAI-style keys, also right after `_` (`HF_TOKEN_hf_…`)
+    r"""(?P<secret>(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,})""",
+    r"""(?P<secret>(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{8,})""",
     # scheme://user:password@host, the user maybe empty, the password up to the last @ before
     # the host (an unescaped @ in a password is common enough)
     r"""(?i)(?P<keep>\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)(?P<secret>[^\s/]+)(?=@[^\s@/]*)""",
+    # key=, cache_key: …, --key … with a value shaped like a key (see _PLAIN_KEY)
+    rf"""(?i)(?P<keep>(?:['"]?{_PLAIN_KEY}['"]?\s*{_SEP}\s*|--(?:[a-z0-9]+[_-])*?key(?:=|\s+))[bru]{{0,2}}['"]?)(?P<secret>[A-Za-z0-9+/=_~-]{{8,}})(?![\w.:/+=~-])""",
+    # Cookie: a=1; b=2   (the whole header value)
+    r"""(?im)(?P<keep>(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*)(?P<secret>[^\s'"][^\n'"]*)""",
+    # A PEM private key's body, up to its END line (or the end of the text)
+    r"""(?s)(?P<keep>-----BEGIN[A-Z ]{0,20} PRIVATE KEY-----)(?P<secret>.+?)(?=-----END[A-Z ]{0,20} PRIVATE KEY-----|\Z)""",
+    # A JWT (header.payload.signature, base64url, the header a JSON object: `eyJ`)
+    r"""(?P<secret>(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)""",
+    # AWS access key ids
+    r"""(?P<secret>(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}(?![A-Z0-9]))""",
+    # GitHub (classic and fine-grained), GitLab, Slack, npm, Stripe tokens
+    r"""(?P<secret>(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}|npm_[A-Za-z0-9]{30,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}))""",
+    # Google API keys and OAuth access tokens
+    r"""(?P<secret>(?<![A-Za-z0-9_-])(?:AIza[A-Za-z0-9_-]{30,}|ya29\.[A-Za-z0-9_-]{20,}))""",
+    # An Azure AD client secret (`abc8Q~…`)
+    r"""(?P<secret>(?<![\w~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~-])(?!\.[\w~-]))""",
+    # Webhook URLs whose secret is their path (Slack, Discord)
+    r"""(?i)(?P<keep>\bhooks\.slack\.com/(?:services|workflows|triggers)/)(?P<secret>[^\s'"?#]+)""",
+    r"""(?i)(?P<keep>\bdiscord(?:app)?\.com/api/webhooks/)(?P<secret>[^\s'"?#]+)""",
 )
 
 # What may be the head of a secret at the end of a cut text: the last run of characters that
@@ -148,7 +183,7 @@ class Redactor:
         return obj
 
 # The last words of a secret key (`_SECRET_WORD`), as they are in lower-cased text.
-_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "passphrase", "credential")
+_SECRET_WORDS = ("key", "token", "secret", "pass", "pwd", "credential", "auth", "sig", "cookie")
 
 
 # Where the five key patterns can match: a secret word that ends a key given a value — the
@@ -158,7 +193,12 @@ _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "passphrase", "
 # traceback through the five.
 _WORDS = "|".join(_SECRET_WORDS)
 _KEY_GIVEN = re.compile(
-    rf"""(?:{_WORDS})s?['"]?\s*[:=]|--[a-z0-9_-]*(?:{_WORDS})s?(?:=|\s)""")
+    rf"""(?:{_WORDS})[a-z]*['"]?\s*[:=]|--[a-z0-9_-]*(?:{_WORDS})[a-z]*(?:=|\s)""")
+# The literal heads of the token shapes, lower-cased: a pattern runs only when one is there.
+_AWS = ("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "apka", "aroa",
+        "asca")
+_TOKENS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "xapp-",
+           "npm_", "_live_", "_test_", "whsec_")
 
 
 def _needed(low: str) -> tuple[bool, ...]:
@@ -168,7 +208,10 @@ def _needed(low: str) -> tuple[bool, ...]:
     catalog's documentation links have the first only)."""
     secret = any(w in low for w in _SECRET_WORDS) and _KEY_GIVEN.search(low) is not None
     return ("authorization" in low, "bearer" in low, secret, secret, secret, secret, secret,
-            "hf_" in low, "sk-" in low, "://" in low and "@" in low)
+            "hf_" in low, "sk-" in low, "://" in low and "@" in low, secret and "key" in low, "cookie" in low,
+            "-----begin" in low, "eyj" in low, any(w in low for w in _AWS),
+            any(w in low for w in _TOKENS), "aiza" in low or "ya29." in low, "q~" in low,
+            "hooks.slack.com" in low, "discord" in low)
 
 
 assert len(_needed("")) == len(DEFAULT_PATTERNS)
@@ -190,4 +233,5 @@ def _replace(m: regex.Match[str]) -> str:
     groups = m.groupdict()
     keep = groups.get("keep") or ""
     quote = groups.get("q") or ""
-    return f"{keep}{quote}{MASK}{quote}"
+    prefix = groups.get("pre") or ""  # b'…': the literal's kind stays, its bytes go
+    return f"{keep}{prefix}{quote}{MASK}{quote}"

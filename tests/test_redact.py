@@ -352,9 +352,10 @@ def test_default_patterns_compile_only_when_a_text_needs_them(monkeypatch):
     assert compiled == secret_patterns
     assert second.text("Bearer abcdefgh12345") == "Bearer ***"
     assert Redactor().text("api_key='abc'") == "api_key='***'"
-    assert compiled == secret_patterns  # compiled once, shared
+    plain_key = redact.DEFAULT_PATTERNS[10]  # a `key` given a value: only its first time
+    assert compiled == [*secret_patterns, plain_key]  # compiled once, shared
     assert Redactor([r"(?P<keep>seq=)(?P<secret>\d+)"]).text("seq=12") == "seq=***"
-    assert compiled == [*secret_patterns, r"(?P<keep>seq=)(?P<secret>\d+)"]
+    assert compiled == [*secret_patterns, plain_key, r"(?P<keep>seq=)(?P<secret>\d+)"]
 
 
 def test_a_bad_extra_pattern_still_fails_when_the_redactor_is_made():
