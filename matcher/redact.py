@@ -13,6 +13,15 @@ A key names a secret when its last word is one (`api_key`, `OPENAI_API_KEY`, `x-
 password, whether the user is empty (`redis://:pw@host`) or the password holds `@` (everything up
 to the last `@` before the host goes).
 
+Keys also end in `pass`, `pwd`, `auth`, `signature`, `sig` (`db_pass=`, `X-Amz-Signature=`,
+an Azure SAS's `sig=`), `cookie`, or a secret word with no separator (`apiKey`, `AccountKey`,
+`_authToken`, `APIKEY`); `=>` and `:=` give values too, and a bytes literal (`b'…'`) loses its
+bytes whole. A key whose last word is only `key` is masked when its value looks like one (8 or
+more key characters). Tokens are recognized by their shape wherever they are: AWS access key
+ids, GitHub, GitLab, Slack, npm, Stripe, Hugging Face and OpenAI tokens, Google API keys and
+OAuth tokens, Azure client secrets, JWTs, the body of a PEM private key, and the path of a
+Slack or Discord webhook URL.
+
 Redact before any cut: a secret cut in two is no longer recognizable, so whoever shortens text
 that will be emitted redacts the whole of it first (`text`), and text whose end was lost without
 being seen (a line cut at `max_line_bytes`) goes through `truncated`, which also drops what could
