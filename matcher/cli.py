@@ -30,7 +30,7 @@ from matcher.engine import Engine
 from matcher.parallel import usable_cores
 from matcher.progress import Progress
 from matcher.release import AUTO, catalog_version_setting
-from matcher.report import exit_code, render
+from matcher.report import escape_controls, exit_code, render
 from matcher.scan import UnreadableInput, json_line, scan_events
 from matcher.sinks.events import stream_gone
 from matcher.source import saved
@@ -555,7 +555,7 @@ def cmd_scan(inputs: Sequence[str], fmt: str, catalog: Catalog, out: TextIO, *,
     except saved.NotReadable as e:
         raise UsageError(str(e)) from e
     for line in (*found.unreadable, *found.skipped):
-        print(f"sglang-matcher: not read: {line}", file=err)
+        print(escape_controls(f"sglang-matcher: not read: {line}"), file=err)
     if not found.paths:
         raise UsageError(f"no log file to read in {', '.join(inputs)}")
     paths = list(found.paths)

@@ -10,12 +10,33 @@ make `scan` exit 1.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from matcher.types import SEVERITY_RANK
+
+# What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts
+# the title, clipboard (OSC 52) and hyperlink sequences; CR and BS overwrite what was shown),
+# DEL, the C1 controls (U+0080–U+009F: 8-bit CSI and OSC, which some terminals obey), and the
+# bidirectional and line-separator characters that reorder or break what is seen.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                       "\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character from a log written as a visible escape (`\\x1b`,
+    `\\x9b`, `\\u202e`): the report shows a log's bytes, it never lets them drive the
+    operator's terminal (window title, clipboard, links, cursor)."""
+    return _CONTROLS.sub(_escaped, text)
+
+
+def _escaped(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
 
 KNOWN = ("sglang_error", "sglang_warning")  # events of a catalog record
 
@@ -82,7 +103,7 @@ def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: in
     )
     if not entries:
         out.append("\nNo sglang errors found.")
-        return "\n".join(out) + "\n"
+        return escape_controls("\n".join(out)) + "\n"
     for i, entry in enumerate(causes, 1):
         out.append("")
         out.extend(_render_known(i, entry))
@@ -96,7 +117,9 @@ def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: in
         out.append("\nConsequences (follow a failure; not a root cause):")
         for entry in consequences:
             out.append(f"  - {_one_line(entry.first['message'])}  {_seen(entry)}")
-    return "\n".join(out) + "\n"
+    # Everything above is text: no colour or sequence of ours to keep (the progress line on a
+    # terminal is drawn by `progress.py`, not through here).
+    return escape_controls("\n".join(out)) + "\n"
 
 
 def _render_known(i: int, entry: Entry) -> list[str]:

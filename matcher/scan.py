@@ -94,14 +94,16 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
         raise UnreadableInput(f"cannot read {e.filename}: {e.strerror}") from e
     except saved.NotReadable as e:
         raise UnreadableInput(str(e)) from e
+    from matcher.report import escape_controls  # a file's name is the log's too
+
     for source, bad in pipeline.stats.by_source_malformed.items():
         fmt_name = pipeline.stats.by_source_format.get(source, input_format)
-        print(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} format, "
-              "read as plain text", file=err or sys.stderr)
+        print(escape_controls(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} "
+                              "format, read as plain text"), file=err or sys.stderr)
     for line in not_read:
-        print(f"sglang-matcher: not read whole: {line}", file=err or sys.stderr)
+        print(escape_controls(f"sglang-matcher: not read whole: {line}"), file=err or sys.stderr)
     for why in lost:
-        print(f"sglang-matcher: scan: {why}", file=err or sys.stderr)
+        print(escape_controls(f"sglang-matcher: scan: {why}"), file=err or sys.stderr)
     return Scanned(dicts, pipeline.stats.lines, tuple(not_read))
 
 
