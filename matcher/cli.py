@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--min-severity", choices=("info", "warning", "error", "critical"),
                        help="print and send only events of this severity or above (default "
                             "info: all); the metrics count every event")
+    watch.add_argument("--no-checkpoints", dest="checkpoints", action="store_false",
+                       default=None, help="run without read positions in the state dir "
+                       "(every start a first start); for a state dir that cannot be written")
     watch.add_argument("--poll-only", action="store_true", default=None,
                        help="no inotify: find changes by polling only (network filesystems)")
     watch.add_argument("--poll-interval", type=float, metavar="SECONDS",
@@ -468,6 +471,7 @@ def watch_flags(args: argparse.Namespace) -> dict[str, Any]:
         "log_format": args.log_format,
         "min_severity": args.min_severity,
         "poll_only": args.poll_only,
+        "checkpoints": args.checkpoints,
         "poll_interval": args.poll_interval,
         "journal_units": args.journal_unit,
         "journal_directory": args.journal_directory,
@@ -484,6 +488,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     cannot be opened: one line naming it and what to do, exit 2, before anything is read."""
     from matcher.config import ConfigError, load_config
     from matcher.daemon import Daemon, Wakeup, stderr_logger
+    from matcher.source.checkpoint import StateDirError
     from matcher.topology import Hooks, build
 
     read_stdin = "-" in args.paths
@@ -495,8 +500,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
                   compile_later=not args.check)
     try:
         config = load_config(file=args.config, flags=flags)
+        state_lock = _claim_state(config, check=args.check)
         topology = build(config, log=log, hooks=hooks,
                          stdin=sys.stdin.buffer if read_stdin else None)
+    except StateDirError as e:  # in use, or not writable: one line, exit 2
+        print(f"sglang-matcher: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except ConfigError as e:
         from matcher.redact import Redactor  # a value echoed back may be a credential
         print(f"sglang-matcher: invalid configuration: {Redactor().text(str(e))}", file=sys.stderr)
@@ -510,7 +519,29 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return EXIT_OK
     daemon = Daemon(topology, log=log, wakeup=wakeup, config_file=args.config, flags=flags)
     daemon.install_signal_handlers()
-    return daemon.run()
+    try:
+        return daemon.run()
+    finally:
+        if state_lock is not None:
+            state_lock.close()
+
+
+def _claim_state(config: Any, *, check: bool) -> Any:
+    """The state dir's lock (None with `--check`, which only sees that it is writable, or
+    without checkpoints); `StateDirError` when another daemon holds it or it is not writable:
+    a daemon that cannot keep its positions loses the lines written while it is stopped."""
+    from matcher.source.checkpoint import StateLock, probe_writable
+
+    if not config.checkpoints:
+        return None
+    lock = None if check else StateLock(config.state_dir)
+    try:
+        probe_writable(config.state_dir)
+    except BaseException:
+        if lock is not None:
+            lock.close()
+        raise
+    return lock
 
 
 def _warn_unmatched(paths: Sequence[str], exclude: Sequence[str]) -> None:

@@ -71,6 +71,9 @@ class Config:
     log_format: str = "auto"
     min_severity: str = "info"
     from_beginning: bool = False
+    # false: run without checkpoints (nothing read from or written to `state_dir`; every start
+    # is a first start). True: `state_dir` must be writable at start, and is locked.
+    checkpoints: bool = True
     poll_interval: float = 1.0
     poll_only: bool = False
     checkpoint_interval: float = 1.0

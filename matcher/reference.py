@@ -225,6 +225,11 @@ DESCRIPTIONS: dict[str, str] = {
     "from_beginning": "Read the files present at the very first start from their beginning "
                       "(otherwise from their end). Files that appear later are always read from "
                       "their beginning; after the first start, the checkpoint decides.",
+    "checkpoints": "Keep read positions in `state_dir` (the default). The state dir must then be "
+                   "writable at start (else exit 2) and is locked: a second daemon on it exits 2 "
+                   "naming the holder's pid. `false` runs without checkpoints: nothing is read "
+                   "from or written to `state_dir`, and every start is a first start (lines "
+                   "written while the daemon was stopped are not read).",
     "poll_interval": "Seconds between polls of the followed files and globs (inotify wakes the "
                      "daemon earlier where it works).",
     "poll_only": "Do not use inotify; find changes by polling only (network filesystems, where "

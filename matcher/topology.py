@@ -11,8 +11,8 @@ SIGHUP builds again with the running topology as `previous`: what did not change
 (the bound server, the webhook's queue, the open events file, a journal unit's reader), what
 did is made anew, and what read positions, counters and held events depend on — the files
 followed, the checkpoint state, the metrics registry — carries over. A new build that fails
-leaves the running topology untouched. Three settings cannot change without a restart, and a
-change to one is logged (`setting_not_reloaded`): `state_dir`, `labels`, `labels_from_env`
+leaves the running topology untouched. Four settings cannot change without a restart, and a
+change to one is logged (`setting_not_reloaded`): `state_dir`, `checkpoints`, `labels`, `labels_from_env`
 (every series carries the labels by name; Prometheus cannot rename them in place).
 """
 
@@ -58,7 +58,7 @@ from matcher.telemetry import Logger, Telemetry
 from matcher.types import Sink, Source
 
 # Settings a reload cannot apply (see the module docstring); a change to one is logged.
-NOT_RELOADABLE = ("state_dir", "labels", "labels_from_env")
+NOT_RELOADABLE = ("state_dir", "checkpoints", "labels", "labels_from_env")
 
 
 @dataclass(slots=True)
@@ -344,7 +344,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     if prev is not None:
         store, state = prev.store, prev.state
     else:
-        store = CheckpointStore(kept.state_dir)
+        store = CheckpointStore(kept.state_dir, enabled=kept.checkpoints)
         state, problem = store.load()
         if problem:
             log.error("checkpoint_unreadable", detail=problem)

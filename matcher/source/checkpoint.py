@@ -24,6 +24,7 @@ opened, before a byte is read. What is lost is what a corrupt file loses: the sa
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import stat
@@ -66,14 +67,102 @@ class CheckpointState:
         return [c for c in self.files.values() if c.identity.inode_key == (dev, ino)]
 
 
-class CheckpointStore:
+LOCK_NAME = "lock"
+# What a start writes to prove the state dir takes data (a full filesystem takes no block).
+_PROBE_BYTES = 4096
+
+
+class StateDirError(Exception):
+    """The state dir cannot be used: held by another daemon, or not writable. One line."""
+
+
+class StateLock:
+    """`flock` on `<state dir>/lock`, held for the life of the process: a second daemon on the
+    same state dir would write over the first one's positions (the last writer wins, the other
+    resumes from stale offsets and prints again what it printed). The file holds the holder's
+    pid, for the message of the one refused; the lock, not the file, decides (a daemon killed
+    with SIGKILL leaves the file and no lock)."""
+
     def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / LOCK_NAME
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                               0o644)
+        except OSError as e:
+            raise StateDirError(_unwritable(state_dir, e)) from e
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(self._fd)
+            os.close(self._fd)
+            raise StateDirError(
+                f"state dir {state_dir} is in use by another sglang-matcher watch (pid {holder}): "
+                "give each daemon its own --state-dir (or stop that one)") from None
+        except OSError as e:
+            os.close(self._fd)
+            raise StateDirError(f"cannot lock {self.path}: {e.strerror or e}") from e
+        try:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as e:
+            os.close(self._fd)
+            raise StateDirError(_unwritable(state_dir, e)) from e
+
+    def close(self) -> None:
+        os.close(self._fd)  # the lock goes with the descriptor
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        text = ""
+    return text if text.isdigit() else "unknown"
+
+
+def _unwritable(state_dir: Path, e: OSError) -> str:
+    return (f"state dir {state_dir} is not writable ({e.strerror or e}): read positions could "
+            "not be kept, and lines written while the daemon is stopped would be lost; fix it, "
+            "choose another --state-dir, or run with --no-checkpoints (every start a first start)")
+
+
+def probe_writable(state_dir: Path) -> None:
+    """StateDirError unless a checkpoint-sized file can be written, fsynced and removed in
+    `state_dir` (made if missing): read-only, full, or not ours."""
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(state_dir / f".probe-{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                     | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        raise StateDirError(_unwritable(state_dir, e)) from e
+    try:
+        data = memoryview(b"\0" * _PROBE_BYTES)
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    except OSError as e:
+        raise StateDirError(_unwritable(state_dir, e)) from e
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(state_dir / f".probe-{os.getpid()}")
+        except OSError:
+            pass
+
+
+class CheckpointStore:
+    def __init__(self, state_dir: Path, *, enabled: bool = True) -> None:
         self.state_dir = state_dir
         self.path = state_dir / FILE_NAME
         self._saved: str | None = None  # what the last successful save held, times aside
+        # `checkpoints = false`: nothing read from or written to the state dir.
+        self.enabled = enabled
 
     def load(self) -> tuple[CheckpointState, str | None]:
         """The saved state and, if the file was unusable, why (the file is moved aside)."""
+        if not self.enabled:
+            return CheckpointState(), None
         try:
             raw = _read_regular(self.path, MAX_BYTES)
         except FileNotFoundError:
@@ -107,6 +196,8 @@ class CheckpointStore:
                 "files present now start at their end, new files at their beginning")
 
     def save(self, state: CheckpointState) -> None:
+        if not self.enabled:
+            return
         # Dicts written out by hand (not `asdict`): 2,000 followed files are saved in ~5 ms.
         files = [{"dev": c.identity.dev, "ino": c.identity.ino, "fp_len": c.identity.fp_len,
                   "fp_hash": c.identity.fp_hash, "offset": c.offset, "path": c.path,
