@@ -348,6 +348,11 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         state, problem = store.load()
         if problem:
             log.error("checkpoint_unreadable", detail=problem)
+        for why in state.dropped[:20]:  # each such file is read as a new one, from its start
+            log.error("checkpoint_entry_dropped", path=str(store.path), detail=why)
+        if len(state.dropped) > 20:
+            log.error("checkpoint_entry_dropped", path=str(store.path),
+                      detail=f"and {len(state.dropped) - 20} more entries")
     max_open = kept.max_open_files or descriptor_budget(
         http.max_connections if http is not None else 0)
     journals = _journals(config, state, telemetry, prev, undo)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import stat
 import time
@@ -62,6 +63,7 @@ class CheckpointState:
     files: dict[str, FileCheckpoint] = field(default_factory=dict)  # by identity key
     journal: dict[str, str] = field(default_factory=dict)  # source name → cursor
     loaded_from_disk: bool = False
+    dropped: list[str] = field(default_factory=list)  # entries not used, and why
 
     def find(self, dev: int, ino: int) -> list[FileCheckpoint]:
         return [c for c in self.files.values() if c.identity.inode_key == (dev, ino)]
@@ -266,19 +268,71 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+# The ranges a checkpoint entry's fields must be in: what a file on Linux can have (an inode, a
+# device number: 64 bits; an offset: `off_t`), a fingerprint no longer than a MiB (the setting
+# is 1 KiB; reading `fp_len` bytes of every file at start must stay cheap), a path no longer
+# than PATH_MAX.
+_U64 = 1 << 64
+_MAX_OFFSET = (1 << 63) - 1
+MAX_FP_LEN = 1 << 20
+_MAX_PATH = 4096
+_HEX = frozenset("0123456789abcdef")
+
+
+def _int(item: dict[str, Any], name: str, top: int) -> int:
+    v = item.get(name)
+    if type(v) is not int:  # not a bool, a float or a string
+        raise ValueError(f"{name} {v!r} is not an integer")
+    if not 0 <= v <= top:
+        raise ValueError(f"{name} {v} is out of range 0..{top}")
+    return v
+
+
+def _hex(item: dict[str, Any], name: str, *, empty: bool) -> str:
+    v = item.get(name, "" if empty else None)
+    if not isinstance(v, str) or len(v) > 64 or not set(v) <= _HEX or (not v and not empty):
+        raise ValueError(f"{name} {str(v)[:80]!r} is not a checksum")
+    return v
+
+
+def _entry(item: Any) -> FileCheckpoint:
+    """One file's entry, every field checked; ValueError says the first that is wrong."""
+    if not isinstance(item, dict):
+        raise ValueError(f"{type(item).__name__}, not an object")
+    ident = FileIdentity(_int(item, "dev", _U64 - 1), _int(item, "ino", _U64 - 1),
+                         _int(item, "fp_len", MAX_FP_LEN), _hex(item, "fp_hash", empty=False))
+    offset = _int(item, "offset", _MAX_OFFSET)
+    path = item.get("path", "")
+    if not isinstance(path, str) or len(path) > _MAX_PATH or "\0" in path:
+        raise ValueError(f"path {str(path)[:80]!r} is not a path")
+    updated = item.get("updated", 0)
+    if type(updated) not in (int, float) or not math.isfinite(updated):
+        raise ValueError(f"updated {str(updated)[:80]!r} is not a time")
+    return FileCheckpoint(ident, offset, path, float(updated),
+                          _hex(item, "tail_hash", empty=True))
+
+
 def _parse(doc: Any) -> CheckpointState:
+    """The state a checkpoint document holds. A document of the wrong shape raises (the file is
+    moved aside); an entry with a field out of range is dropped and said in `dropped`, and the
+    others are used: one bad entry (`fp_len` 2**40 made every start fail for want of memory;
+    -1 stopped every discovery) costs only its own file's position."""
     if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
         raise ValueError(f"not a version {FORMAT_VERSION} checkpoint")
+    files = doc["files"]
+    if not isinstance(files, list):
+        raise ValueError("files is not a list")
     state = CheckpointState()
-    for item in doc["files"]:
-        ident = FileIdentity(int(item["dev"]), int(item["ino"]), int(item["fp_len"]),
-                             str(item["fp_hash"]))
-        offset = int(item["offset"])
-        if offset < 0:
-            raise ValueError("negative offset")
-        state.files[ident.key] = FileCheckpoint(ident, offset, str(item.get("path", "")),
-                                                float(item.get("updated", 0)),
-                                                str(item.get("tail_hash", "")))
+    for n, item in enumerate(files):
+        try:
+            cp = _entry(item)
+        except ValueError as e:
+            where = item.get("path") if isinstance(item, dict) else None
+            state.dropped.append(f"entry {n}"
+                                 + (f" ({str(where)[:200]})" if isinstance(where, str) else "")
+                                 + f": {e}")
+            continue
+        state.files[cp.identity.key] = cp
     journal = doc.get("journal") or {}
     if not isinstance(journal, dict):
         raise ValueError("journal is not an object")

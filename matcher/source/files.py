@@ -307,7 +307,12 @@ class FileSet:
         # New files are judged after every followed file's place is known: a copy needs an
         # original still at its path (logrotate's copytruncate leaves it there).
         for path, pattern in new:
-            self._open(path, pattern, now)
+            try:
+                self._open(path, pattern, now)
+            except (OSError, ValueError, OverflowError, MemoryError) as e:
+                # One file that cannot be judged (a read that fails, a position the kernel
+                # refuses) never stops the discovery of the others: said, tried again next poll.
+                self._open_failed(path, e if isinstance(e, OSError) else OSError(0, repr(e)))
         self._first_scan = False
         self.judge(now)
         done: list[TailedFile] = []
@@ -386,11 +391,15 @@ class FileSet:
         if path in self._unreadable:
             del self._unreadable[path]
             self.notices.append(SourceNotice("recovered", path, "readable again"))
-        ident, head = _identify(fd, self.fingerprint_bytes)
-        st = os.fstat(fd)
-        size = st.st_size
-        first = self._first_scan or path in self._deferred_at_start
-        offset, how, parked_for = self._start_offset(fd, ident, size, now, first)
+        try:
+            ident, head = _identify(fd, self.fingerprint_bytes)
+            st = os.fstat(fd)
+            size = st.st_size
+            first = self._first_scan or path in self._deferred_at_start
+            offset, how, parked_for = self._start_offset(fd, ident, size, now, first)
+        except BaseException:
+            os.close(fd)
+            raise
         over_budget = self.open_count() >= self.max_open
         if over_budget and (offset < size or parked_for is not None):
             # Something to read and no descriptor to spare: not followed yet, opened again at a

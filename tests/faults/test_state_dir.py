@@ -125,3 +125,53 @@ def _fill(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def test_bad_checkpoint_entries_are_dropped_and_the_others_resume(tmp_path):
+    """A checkpoint whose entries hold fields out of range (`fp_len` 2**40 made every start
+    fail for want of memory; -1 stopped every discovery): each bad entry is dropped and said,
+    its file read as a new one from its start, and the good entry resumes where it was."""
+    import json
+
+    from matcher.source.identity import identify
+
+    logs = {name: tmp_path / f"{name}.log" for name in ("a", "b", "c")}
+    for base, (name, path) in zip((0, 10, 20), logs.items(), strict=True):
+        path.write_text(_lines(base, base + 3))
+    idents = {}
+    for name, path in logs.items():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            idents[name] = identify(fd)
+        finally:
+            os.close(fd)
+
+    def entry(name: str, **over: object) -> dict:
+        i = idents[name]
+        e = {"dev": i.dev, "ino": i.ino, "fp_len": i.fp_len, "fp_hash": i.fp_hash,
+             "offset": 0, "path": str(logs[name]), "updated": 1.0, "tail_hash": ""}
+        return {**e, **over}
+
+    resume_at = len(_lines(20, 22))  # c.log: seq 20 and 21 were read before the stop
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "checkpoints.json").write_text(json.dumps({"version": 1, "journal": {}, "files": [
+        entry("a", fp_len=2 ** 40), entry("b", fp_len=-1), entry("c", offset=resume_at),
+        entry("a", dev=True), entry("b", offset=2 ** 70), entry("a", path="x\0y"), "garbage",
+    ]}))
+    d = DaemonProcess(tmp_path, [str(tmp_path / "*.log")])
+    with d:
+        expected = {0, 1, 2, 10, 11, 12, 22}
+        assert set(d.wait_seqs(expected, 20)) == expected, d.err.read_text()[-3000:]
+        for base, path in zip((3, 13, 23), logs.values(), strict=True):
+            with open(path, "a") as f:
+                f.write(_lines(base, base + 2))
+        expected |= {3, 4, 13, 14, 23, 24}
+        assert d.wait_seqs(expected, 20) == {n: 1 for n in expected}
+        assert d.stop() == 0
+    dropped = [line for line in d.err.read_text().splitlines()
+               if '"checkpoint_entry_dropped"' in line]
+    assert len(dropped) == 6, dropped
+    assert any("fp_len 1099511627776 is out of range" in line for line in dropped)
+    assert any("fp_len -1 is out of range" in line for line in dropped)
+    assert "checkpoint_unreadable" not in d.err.read_text()  # the file itself was kept
