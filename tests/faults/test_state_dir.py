@@ -136,7 +136,7 @@ def test_bad_checkpoint_entries_are_dropped_and_the_others_resume(tmp_path):
     from matcher.source.identity import identify
 
     logs = {name: tmp_path / f"{name}.log" for name in ("a", "b", "c")}
-    for base, (name, path) in zip((0, 10, 20), logs.items(), strict=True):
+    for base, path in zip((0, 10, 20), logs.values(), strict=True):
         path.write_text(_lines(base, base + 3))
     idents = {}
     for name, path in logs.items():
@@ -167,7 +167,7 @@ def test_bad_checkpoint_entries_are_dropped_and_the_others_resume(tmp_path):
             with open(path, "a") as f:
                 f.write(_lines(base, base + 2))
         expected |= {3, 4, 13, 14, 23, 24}
-        assert d.wait_seqs(expected, 20) == {n: 1 for n in expected}
+        assert d.wait_seqs(expected, 20) == dict.fromkeys(expected, 1)
         assert d.stop() == 0
     dropped = [line for line in d.err.read_text().splitlines()
                if '"checkpoint_entry_dropped"' in line]
