@@ -53,7 +53,7 @@ from matcher.source.checkpoint import CheckpointState, CheckpointStore
 from matcher.source.journal_unit import JournalUnit
 from matcher.source.journald import JournalSource
 from matcher.source.stdin import StdinSource
-from matcher.source.tail import FileSource, descriptor_budget
+from matcher.source.tail import FileSource, descriptor_budget, own_identities
 from matcher.telemetry import Logger, Telemetry
 from matcher.types import Sink, Source
 
@@ -368,6 +368,8 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     else:
         files = FileSource(kept, state, telemetry, max_open_files=max_open, clock=clock,
                            wall=wall, wake=hooks.wake, should_stop=hooks.should_stop)
+    writers = [w for w in (writer, events_file) if w is not None]
+    files.files.own = own_identities(kept, lambda: [w.identity() for w in writers])
     return Topology(
         config=kept, catalog=catalog, redactor=redactor, pipeline=pipeline, registry=registry,
         telemetry=telemetry, metrics=metrics, ring=ring, http=http, webhook=webhook,

@@ -235,6 +235,15 @@ class EventWriter:
         except OSError:
             return False
 
+    def identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the file written to now (None: not a file, or closed): the
+        daemon never reads it back, whatever path leads to it."""
+        try:
+            st = os.fstat(self._stream.fileno())
+        except (OSError, ValueError):
+            return None
+        return st.st_dev, st.st_ino
+
     def _linked(self) -> bool:
         """Whether the file written to still has a name (or cannot be asked)."""
         try:

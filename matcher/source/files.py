@@ -184,6 +184,15 @@ def _start_of_last_line(fd: int, size: int) -> int:
     return start + nl + 1 if nl >= 0 else (0 if start == 0 else size)
 
 
+def _in_dirs(path: str, dirs: set[tuple[int, int]]) -> bool:
+    """Whether `path`'s directory is one of `dirs` (by device and inode)."""
+    try:
+        st = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) in dirs
+
+
 class FileSet:
     """Every file matched by the globs, tracked by identity. Not thread-safe: one caller polls."""
 
@@ -227,6 +236,10 @@ class FileSet:
         self.deferred = 0  # files not opened yet for lack of a descriptor, at the last poll
         self._unreadable: dict[str, str] = {}
         self.notices: list[SourceNotice] = []
+        # What the daemon writes, as (files, directories) by (device, inode): never followed,
+        # however a glob spells its path (a symlinked directory, `..`, a hard link).
+        self.own: Callable[[], tuple[set[tuple[int, int]], set[tuple[int, int]]]] = \
+            lambda: (set(), set())
         # (identity, offset, tail bytes, when) of files truncated in place: to know their copy
         # (identity, offset read, tail before it, head, when): a truncated file, for a while
         self._truncations: list[tuple[FileIdentity, int, bytes, bytes, float]] = []
@@ -279,14 +292,17 @@ class FileSet:
             f.seen_at_path = f.pattern in incomplete and f.gone_since is None
         new: list[tuple[str, str]] = []
         waking: list[TailedFile] = []
+        own_files, own_dirs = self.own()
         for path, pattern in found.items():
             try:
                 st = os.stat(path)
             except OSError:
                 continue  # vanished between listing and stat
-            if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in own_files:
                 continue
             tracked = self.files.get((st.st_dev, st.st_ino))
+            if tracked is None and own_dirs and _in_dirs(path, own_dirs):
+                continue  # the checkpoint, its temporary files, the lock
             if tracked is not None:
                 if tracked.path != path and not tracked.seen_at_path:
                     tracked.path = path

@@ -11,9 +11,10 @@ truncated, unreadable, nothing matched) goes to `Telemetry`.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,30 @@ def excluded(config: Config) -> tuple[str, ...]:
         return config.exclude
     names = dict.fromkeys((str(own), os.path.abspath(own), os.path.relpath(own)))
     return (*config.exclude, *(glob.escape(n) for n in names))
+
+
+def own_identities(config: Config, writers: Callable[[], Iterable[tuple[int, int] | None]]
+                   ) -> Callable[[], tuple[set[tuple[int, int]], set[tuple[int, int]]]]:
+    """What the daemon writes, by (device, inode), asked at each walk (a file may be made
+    anew): the files its event writers write to now (`writers`), `events_file` as named,
+    its own stdout and stderr when they are files, and the state dir (the checkpoint, its
+    temporary files and the lock, all in it). A path compared as a string missed the events
+    file reached through a symlinked directory (`/var/log` → `/data/log`): read back, each
+    event became another without end."""
+    def ids() -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
+        files: set[tuple[int, int]] = {i for i in writers() if i is not None}
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                st = os.fstat(fd)
+                files.add((st.st_dev, st.st_ino))
+        dirs: set[tuple[int, int]] = set()
+        for path, into in ((config.events_file, files), (config.state_dir, dirs)):
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    st = os.stat(path)
+                    into.add((st.st_dev, st.st_ino))
+        return files, dirs
+    return ids
 
 
 class FileSource:
