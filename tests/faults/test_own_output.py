@@ -33,7 +33,7 @@ def test_own_outputs_reached_through_a_symlinked_directory_are_never_read(tmp_pa
         with open(log, "a") as f:
             f.write(_lines(0, 3))
         assert set(d.wait_seqs({0, 1, 2}, 20)) == {0, 1, 2}
-        assert wait_for(lambda: (d.state / "checkpoints.json").exists(), 10)
+        assert wait_for((d.state / "checkpoints.json").exists, 10)
         # One more failure after every own file exists and holds events: by the time its
         # event is out, a walk has seen them all.
         with open(log, "a") as f:
