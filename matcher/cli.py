@@ -487,7 +487,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     A bad setting, flag or environment value, a port that cannot be bound, an events file that
     cannot be opened: one line naming it and what to do, exit 2, before anything is read."""
     from matcher.config import ConfigError, load_config
-    from matcher.daemon import Daemon, Wakeup, stderr_logger
+    from matcher.daemon import EXIT_STOP_DEADLINE, Daemon, Wakeup, stderr_logger
     from matcher.source.checkpoint import StateDirError
     from matcher.topology import Hooks, build
 
@@ -520,10 +520,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
     daemon = Daemon(topology, log=log, wakeup=wakeup, config_file=args.config, flags=flags)
     daemon.install_signal_handlers()
     try:
-        return daemon.run()
+        code = daemon.run()
     finally:
         if state_lock is not None:
             state_lock.close()
+    if code == EXIT_STOP_DEADLINE:
+        # An output is blocked: the interpreter's exit would flush stdout and stderr and wait
+        # on them again. Nothing is left to save (`Daemon._stopped_at_deadline`).
+        os._exit(code)
+    return code
 
 
 def _claim_state(config: Any, *, check: bool) -> Any:

@@ -77,6 +77,8 @@ class Config:
     poll_interval: float = 1.0
     poll_only: bool = False
     checkpoint_interval: float = 1.0
+    # SIGTERM/SIGINT: the daemon is gone this many seconds later, whatever its outputs do.
+    stop_timeout: float = 28.0
     partial_line_flush: float = 5.0
     rotate_wait: float = 5.0
     fingerprint_bytes: int = 1024

@@ -53,6 +53,18 @@ PROGRESS_EVERY = 5.0  # seconds between `catalog_compiling` log lines
 STOP_COMPILE_WAIT = 25.0
 
 
+# Exit code of a stop that reached `stop_timeout` (or a second signal) before the daemon was
+# done: something it writes to was blocked (a stdout nobody reads).
+EXIT_STOP_DEADLINE = 3
+
+
+class StopDeadline(BaseException):
+    """Raised in the main thread by SIGALRM `stop_timeout` seconds after SIGTERM/SIGINT, or by a
+    second such signal: wherever it was — most often in a write to a stdout nobody reads, which
+    a signal alone only interrupts for the write to be tried again (PEP 475) — the daemon stops.
+    A BaseException, so that no `except Exception` on the way takes it for an error."""
+
+
 class Diagnostics:
     """Where the daemon's diagnostics go (stderr), outliving its reader. A daemon started with
     `2>&1 | jq`, or under a supervisor whose stderr pipe broke, got BrokenPipeError from its
@@ -82,6 +94,10 @@ class Diagnostics:
     def _lose(self) -> None:
         self.gone = True
         stream_gone(self._stream)
+
+
+def _deadline_reached(*_: object) -> None:
+    raise StopDeadline()
 
 
 def stderr_logger(stream: TextIO = sys.stderr, human: bool | None = None) -> Logger:
@@ -188,6 +204,7 @@ class Daemon:
         self._told: set[tuple[str, int]] = set()
         self._next_progress = 0.0
         self._output_closed: OutputClosed | None = None  # the event stream's reader went away
+        self._deadline_armed = False  # SIGALRM set for `stop_timeout` after a stop signal
 
     @staticmethod
     def hooks(wakeup: Wakeup, stopping: Callable[[], bool]) -> Hooks:
@@ -196,8 +213,27 @@ class Daemon:
     # -- signals -----------------------------------------------------------------------------
 
     def request_stop(self, *_: object) -> None:
+        if self._stop and self._deadline_armed:
+            raise StopDeadline("a second signal")
         self._stop = True
         self.wakeup.set()
+        self._arm_deadline()
+
+    def _arm_deadline(self) -> None:
+        """`stop_timeout` from now, SIGALRM raises `StopDeadline` wherever the main thread is
+        (signal handlers run there), a blocked write included."""
+        try:
+            signal.signal(signal.SIGALRM, _deadline_reached)
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, self.topo.config.stop_timeout))
+        except ValueError:  # not the main thread (a test driving the loop): no deadline
+            return
+        self._deadline_armed = True
+
+    def _disarm_deadline(self) -> None:
+        if self._deadline_armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            self._deadline_armed = False
 
     def request_reload(self, *_: object) -> None:
         self._reload = True
@@ -215,6 +251,15 @@ class Daemon:
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> int:
+        try:
+            self._start()
+            return self._run_loop()
+        except StopDeadline as e:
+            return self._stopped_at_deadline(e)
+        finally:
+            self._disarm_deadline()
+
+    def _start(self) -> None:
         topo = self.topo
         if topo.compilation is not None:
             self._replay = []
@@ -239,6 +284,29 @@ class Daemon:
         topo.files.start_watching()
         if topo.http is not None:
             self.log.info("serving", url=topo.http.url)
+
+    def _stopped_at_deadline(self, why: StopDeadline) -> int:
+        """Past `stop_timeout` (or at a second signal): stop where we are. Nothing more is
+        saved: the last checkpoint was written after the events before it were (each save
+        follows the flush of the outputs that hold it), so what was not written is read, and
+        told, again after the restart — at least once, never lost. The one line said here may
+        itself find stderr blocked: it gets a second of its own."""
+        try:
+            signal.signal(signal.SIGALRM, _deadline_reached)
+            signal.setitimer(signal.ITIMER_REAL, 1.0)
+            self.log.error("stop_deadline_reached", reason=str(why) or "stop_timeout",
+                           stop_timeout=self.topo.config.stop_timeout,
+                           detail="an output did not take the events in time (a stdout nobody "
+                                  "reads?): stopping with exit code 3; the last checkpoint "
+                                  "stands, so the events not written are told after a restart")
+        except StopDeadline:
+            pass
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        return EXIT_STOP_DEADLINE
+
+    def _run_loop(self) -> int:
+        topo = self.topo
         ready = notified = False
         next_checkpoint = self.clock() + topo.config.checkpoint_interval
         try:
@@ -292,8 +360,12 @@ class Daemon:
                     self.wakeup.wait(self.notifier.max_nap(min(topo.config.poll_interval, nap)))
         except OutputClosed as e:
             self._output_closed = e
-        finally:
+        except StopDeadline:
+            raise  # no drain, no final checkpoint: see `_stopped_at_deadline`
+        except BaseException:
             self.shutdown()
+            raise
+        self.shutdown()
         return 1 if self._output_closed is not None else 0
 
     def _finish_compilation(self) -> None:

@@ -230,6 +230,12 @@ DESCRIPTIONS: dict[str, str] = {
                    "naming the holder's pid. `false` runs without checkpoints: nothing is read "
                    "from or written to `state_dir`, and every start is a first start (lines "
                    "written while the daemon was stopped are not read).",
+    "stop_timeout": "Seconds after SIGTERM or SIGINT by which the daemon has exited, whatever its "
+                    "outputs do (a stdout nobody reads, a stuck events file or stderr): past "
+                    "it, it stops where it is, with exit code 3, keeping the last checkpoint "
+                    "(saved after the events before it were written), so the events not "
+                    "written are told after the restart. Within Kubernetes' default 30 s "
+                    "grace period; a second signal stops at once the same way.",
     "poll_interval": "Seconds between polls of the followed files and globs (inotify wakes the "
                      "daemon earlier where it works).",
     "poll_only": "Do not use inotify; find changes by polling only (network filesystems, where "
