@@ -486,6 +486,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     A bad setting, flag or environment value, a port that cannot be bound, an events file that
     cannot be opened: one line naming it and what to do, exit 2, before anything is read."""
+    closed = _closed_std_streams()  # first: before anything opens a descriptor
     from matcher.config import ConfigError, load_config
     from matcher.daemon import EXIT_STOP_DEADLINE, Daemon, Wakeup, stderr_logger
     from matcher.source.checkpoint import StateDirError
@@ -493,7 +494,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     read_stdin = "-" in args.paths
     flags = watch_flags(args)
-    log = stderr_logger()
+    log = stderr_logger(sys.stderr)
+    if "stdout" in closed and not args.check:
+        log.warning("stdout_closed", detail="started with stdout closed: events are not "
+                    "printed, only sent to the other outputs (events_file, /events, the "
+                    "webhook, OTLP) and counted")
     wakeup = Wakeup()
     daemon: Daemon | None = None
     hooks = Hooks(wake=wakeup.set, should_stop=lambda: daemon is not None and daemon.stopping,
@@ -529,6 +534,27 @@ def cmd_watch(args: argparse.Namespace) -> int:
         # on them again. Nothing is left to save (`Daemon._stopped_at_deadline`).
         os._exit(code)
     return code
+
+
+def _closed_std_streams() -> list[str]:
+    """`watch` started with stdout or stderr closed (`>&-`, a supervisor that gives none):
+    each is pointed at /dev/null, so that no file the daemon opens takes descriptor 1 or 2
+    (a log opened as descriptor 1 would be taken for its own stdout), and the daemon runs
+    without it. Before: an AttributeError traceback at start. The names of those closed."""
+    closed = []
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            if getattr(sys, name) is not None:
+                continue
+        except OSError:
+            null = os.open(os.devnull, os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        setattr(sys, name, open(fd, "w", encoding="utf-8", closefd=False))  # noqa: SIM115
+        closed.append(name)
+    return closed
 
 
 def _claim_state(config: Any, *, check: bool) -> Any:
