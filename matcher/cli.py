@@ -505,9 +505,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
                   compile_later=not args.check)
     try:
         config = load_config(file=args.config, flags=flags)
-        state_lock = _claim_state(config, check=args.check)
         topology = build(config, log=log, hooks=hooks,
                          stdin=sys.stdin.buffer if read_stdin else None)
+        # After the build (a bad setting is said first, and makes no state dir), before
+        # anything is read.
+        try:
+            state_lock = _claim_state(config, check=args.check)
+        except BaseException:
+            topology.close()
+            raise
     except StateDirError as e:  # in use, or not writable: one line, exit 2
         print(f"sglang-matcher: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -567,7 +573,7 @@ def _claim_state(config: Any, *, check: bool) -> Any:
         return None
     lock = None if check else StateLock(config.state_dir)
     try:
-        probe_writable(config.state_dir)
+        probe_writable(config.state_dir, keep=not check)
     except BaseException:
         if lock is not None:
             lock.close()

@@ -23,6 +23,7 @@ opened, before a byte is read. What is lost is what a corrupt file loses: the sa
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -129,9 +130,21 @@ def _unwritable(state_dir: Path, e: OSError) -> str:
             "choose another --state-dir, or run with --no-checkpoints (every start a first start)")
 
 
-def probe_writable(state_dir: Path) -> None:
-    """StateDirError unless a checkpoint-sized file can be written, fsynced and removed in
-    `state_dir` (made if missing): read-only, full, or not ours."""
+def probe_writable(state_dir: Path, *, keep: bool = True) -> None:
+    """StateDirError unless a block can be written, fsynced and removed in `state_dir`: not
+    writable, read-only, full. A missing state dir is made (and, unless `keep`, removed again
+    with the parents made for it: `--check` leaves nothing behind)."""
+    made = [p for p in (state_dir, *state_dir.parents) if not p.exists()]
+    try:
+        _probe(state_dir)
+    finally:
+        if not keep:
+            for p in made:  # deepest first
+                with contextlib.suppress(OSError):
+                    p.rmdir()
+
+
+def _probe(state_dir: Path) -> None:
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(state_dir / f".probe-{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC
