@@ -205,6 +205,7 @@ class Daemon:
         self._next_progress = 0.0
         self._output_closed: OutputClosed | None = None  # the event stream's reader went away
         self._deadline_armed = False  # SIGALRM set for `stop_timeout` after a stop signal
+        self._interrupted = False  # the stop is a SIGINT: someone at a terminal waits for it
 
     @staticmethod
     def hooks(wakeup: Wakeup, stopping: Callable[[], bool]) -> Hooks:
@@ -212,9 +213,10 @@ class Daemon:
 
     # -- signals -----------------------------------------------------------------------------
 
-    def request_stop(self, *_: object) -> None:
+    def request_stop(self, signum: int = signal.SIGTERM, *_: object) -> None:
         if self._stop and self._deadline_armed:
             raise StopDeadline("a second signal")
+        self._interrupted = signum == signal.SIGINT
         self._stop = True
         self.wakeup.set()
         self._arm_deadline()
@@ -376,7 +378,10 @@ class Daemon:
         comp = self.topo.compilation
         if comp is None:
             return
-        deadline = self.clock() + STOP_COMPILE_WAIT
+        # Ctrl-C at a terminal: no one waits 25 s for a compile with nothing said. Stopped
+        # without it (at least once, as past the wait); a supervisor's SIGTERM waits.
+        wait = 0.0 if self._interrupted else STOP_COMPILE_WAIT
+        deadline = self.clock() + wait
         while not comp.finished and self.clock() < deadline:
             time.sleep(0.05)
         if comp.finished:
