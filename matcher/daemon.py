@@ -309,7 +309,10 @@ class Daemon:
 
     def _run_loop(self) -> int:
         topo = self.topo
-        ready = notified = False
+        # The HTTP server told it is ready: a reload that moves `metrics_addr` makes a new one,
+        # which is told too (its /readyz said 503 "starting" for ever).
+        ready: object = None
+        notified = False
         next_checkpoint = self.clock() + topo.config.checkpoint_interval
         try:
             while not self._stop:
@@ -331,8 +334,8 @@ class Daemon:
                 if not notified and topo.files.discovered:
                     notified = True  # serving: systemd need not wait for a compile
                     self.notifier.ready(f"following {topo.files.followed} files")
-                if not ready and topo.files.discovered and topo.compilation is None:
-                    ready = True
+                if ready is not topo.http and topo.files.discovered and topo.compilation is None:
+                    ready = topo.http
                     if topo.http is not None:
                         topo.http.set_ready(True)  # catalog loaded, sources opened
                 if topo.http is not None:
