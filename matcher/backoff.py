@@ -6,6 +6,9 @@ endpoint and a flapping subprocess back off alike and `reset()` after a success 
 
 from __future__ import annotations
 
+import email.utils
+import time
+
 
 class Backoff:
     """`next_delay()` gives `initial`, then twice that, … never above `maximum`."""
@@ -25,3 +28,19 @@ class Backoff:
     def reset(self) -> None:
         """It worked: the next failure waits `initial` again."""
         self._next = self.initial
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """`Retry-After` in seconds from now: a number of seconds or an HTTP date; None without."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))

@@ -22,7 +22,6 @@ says it rejected (`partial_success`), and what is still unsent when `close()`'s 
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import os
 import random
@@ -51,7 +50,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from matcher import __version__
 from matcher.aggregate import log_time
-from matcher.backoff import Backoff
+from matcher.backoff import Backoff, parse_retry_after
 from matcher.redact import Redactor
 from matcher.telemetry import Telemetry
 from matcher.types import Batch
@@ -244,20 +243,6 @@ def log_record(d: Mapping[str, Any]) -> LogRecord:
     )
 
 
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """`Retry-After` in seconds from now: a number of seconds or an HTTP date; None without."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 # -- the sink -----------------------------------------------------------------------------------

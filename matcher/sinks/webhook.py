@@ -4,7 +4,9 @@
 reading. One background thread POSTs each event (the same redacted dict `events.event_dict`
 prints), in order, with a timeout; connection errors, timeouts, 408, 429 and 5xx are retried
 with exponential backoff (`backoff_initial`, doubling, at most `backoff_max` seconds between
-tries, `max_retries` retries); other answers (4xx, and 3xx: redirects are not followed, so a
+tries, `max_retries` retries; a `Retry-After` in the answer is honoured, up to a minute);
+every try of one event carries the same `Idempotency-Key` header, so a receiver that took it
+and answered after our timeout can drop the retry; other answers (4xx, and 3xx: redirects are not followed, so a
 body never goes to a host nobody configured) give the event up as `rejected`. Credentials in the
 URL (`https://user:pass@host/path`) are sent as HTTP Basic auth (an `Authorization` header given
 in `headers` wins); `url` keeps the URL without them, and the one in errors is redacted.
@@ -25,13 +27,14 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections import deque
 from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from matcher import __version__
-from matcher.backoff import Backoff
+from matcher.backoff import Backoff, parse_retry_after
 from matcher.redact import Redactor
 from matcher.sinks.events import event_dict
 from matcher.telemetry import Telemetry
@@ -39,6 +42,8 @@ from matcher.types import Batch, Event
 
 _Outcome = Literal["ok", "retry", "rejected"]
 _RETRY_STATUS = frozenset({408, 429})
+# A `Retry-After` is waited for up to this long (a receiver asking for an hour is not).
+RETRY_AFTER_MAX = 60.0
 
 
 def _without_userinfo(parts: SplitResult) -> str:
@@ -191,8 +196,11 @@ class WebhookSink:
         body = json.dumps(event_dict(event, self._redactor), ensure_ascii=False,
                           default=str).encode("utf-8")
         backoff = Backoff(self._backoff_initial, self._backoff_max)
+        # One key for every try of this event: a receiver that took it and answered too late
+        # (a timeout here, so a retry) can tell the retry is the same event.
+        key = uuid.uuid4().hex
         for attempt in range(self._max_retries + 1):
-            outcome, detail = self._post(body)
+            outcome, detail, retry_after = self._post(body, key)
             if outcome == "ok":
                 self._count("delivered")
                 return
@@ -202,28 +210,34 @@ class WebhookSink:
             if attempt == self._max_retries:
                 self._count("retries_exhausted", detail)
                 return
-            if not self._sleep(backoff.next_delay()):
+            delay = backoff.next_delay()
+            if retry_after is not None:  # the receiver's word, within reason
+                delay = max(delay, min(retry_after, RETRY_AFTER_MAX))
+            if not self._sleep(delay):
                 self._count("shutdown", detail)
                 return
             if self._telemetry is not None:
                 self._telemetry.webhook_retry(endpoint=self.endpoint, detail=detail,
                                               attempt=attempt + 1)
 
-    def _post(self, body: bytes) -> tuple[_Outcome, str]:
-        request = urllib.request.Request(self.url, data=body, headers=self._headers,
+    def _post(self, body: bytes, key: str) -> tuple[_Outcome, str, float | None]:
+        """One POST: the outcome, what went wrong, and the answer's `Retry-After` (s)."""
+        request = urllib.request.Request(self.url, data=body,
+                                         headers={**self._headers, "Idempotency-Key": key},
                                          method="POST")
         try:
             with self._opener.open(request, timeout=self._timeout) as response:
                 response.read(65536)
-            return "ok", ""
+            return "ok", "", None
         except urllib.error.HTTPError as e:
+            retry_after = parse_retry_after(e.headers.get("Retry-After") if e.headers else None)
             e.close()
             if e.code >= 500 or e.code in _RETRY_STATUS:
-                return "retry", f"HTTP {e.code}"
-            return "rejected", f"HTTP {e.code}"
+                return "retry", f"HTTP {e.code}", retry_after
+            return "rejected", f"HTTP {e.code}", None
         except (OSError, http.client.HTTPException) as e:  # URLError, timeouts, resets
             reason = getattr(e, "reason", None)
-            return "retry", f"{type(e).__name__}: {reason if reason is not None else e}"
+            return "retry", f"{type(e).__name__}: {reason if reason is not None else e}", None
 
     def _sleep(self, seconds: float) -> bool:
         """Wait before a retry; False when `close()`'s deadline comes first."""
