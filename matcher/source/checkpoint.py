@@ -65,6 +65,14 @@ class CheckpointState:
     journal: dict[str, str] = field(default_factory=dict)  # source name → cursor
     loaded_from_disk: bool = False
     dropped: list[str] = field(default_factory=list)  # entries not used, and why
+    # Whose they were: files present at start with such an entry start at their end, as on a
+    # first start (a corrupt checkpoint's rule); all of them when an entry named no file.
+    dropped_inodes: set[tuple[int, int]] = field(default_factory=set)
+    dropped_paths: set[str] = field(default_factory=set)
+    dropped_unplaced: bool = False
+
+    def dropped_for(self, inode: tuple[int, int], path: str) -> bool:
+        return self.dropped_unplaced or inode in self.dropped_inodes or path in self.dropped_paths
 
     def find(self, dev: int, ino: int) -> list[FileCheckpoint]:
         return [c for c in self.files.values() if c.identity.inode_key == (dev, ino)]
@@ -325,11 +333,27 @@ def _entry(item: Any) -> FileCheckpoint:
                           _hex(item, "tail_hash", empty=True))
 
 
+def _place_drop(state: CheckpointState, item: Any) -> None:
+    """Remember whose a dropped entry was: its inode, its path, or neither."""
+    placed = False
+    if isinstance(item, dict):
+        dev, ino, path = item.get("dev"), item.get("ino"), item.get("path")
+        if type(dev) is int and type(ino) is int:
+            state.dropped_inodes.add((dev, ino))
+            placed = True
+        if isinstance(path, str) and path and "\0" not in path:
+            state.dropped_paths.add(path)
+            placed = True
+    if not placed:
+        state.dropped_unplaced = True
+
+
 def _parse(doc: Any) -> CheckpointState:
     """The state a checkpoint document holds. A document of the wrong shape raises (the file is
     moved aside); an entry with a field out of range is dropped and said in `dropped`, and the
     others are used: one bad entry (`fp_len` 2**40 made every start fail for want of memory;
-    -1 stopped every discovery) costs only its own file's position."""
+    -1 stopped every discovery) costs only its own file's position (that file starts at its
+    end, as on a first start; every file present at start does when an entry names none)."""
     if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
         raise ValueError(f"not a version {FORMAT_VERSION} checkpoint")
     files = doc["files"]
@@ -344,6 +368,7 @@ def _parse(doc: Any) -> CheckpointState:
             state.dropped.append(f"entry {n}"
                                  + (f" ({str(where)[:200]})" if isinstance(where, str) else "")
                                  + f": {e}")
+            _place_drop(state, item)
             continue
         state.files[cp.identity.key] = cp
     journal = doc.get("journal") or {}

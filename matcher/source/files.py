@@ -412,7 +412,7 @@ class FileSet:
             st = os.fstat(fd)
             size = st.st_size
             first = self._first_scan or path in self._deferred_at_start
-            offset, how, parked_for = self._start_offset(fd, ident, size, now, first)
+            offset, how, parked_for = self._start_offset(fd, ident, size, now, first, path)
         except BaseException:
             os.close(fd)
             raise
@@ -438,7 +438,7 @@ class FileSet:
             self.sleep(f, self.wall())  # at its end: followed, without a descriptor until it grows
 
     def _start_offset(
-        self, fd: int, ident: FileIdentity, size: int, now: float, first: bool
+        self, fd: int, ident: FileIdentity, size: int, now: float, first: bool, path: str = ""
     ) -> tuple[int, str, tuple[int, int] | None]:
         entries = (self.state.files.get(k) for k in self._keys_by_inode.get(ident.inode_key, ()))
         for cp in [c for c in entries if c is not None]:
@@ -457,6 +457,10 @@ class FileSet:
             return 0, "new, maybe a copy still being written: waiting", PENDING
         if first and not self.from_beginning and not self.state.loaded_from_disk:
             return _start_of_last_line(fd, size), "new at start: from the end", None
+        if first and not self.from_beginning and self.state.dropped_for(ident.inode_key, path):
+            # Its checkpoint entry was unusable (dropped): as after a corrupt checkpoint.
+            return (_start_of_last_line(fd, size),
+                    "checkpoint entry dropped: from the end, as at a first start", None)
         return 0, "new file: from the beginning", None
 
     def _copy_of(

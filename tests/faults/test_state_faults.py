@@ -86,10 +86,15 @@ BAD_CHECKPOINTS = {
     "half-written": b'{"version": 1, "files": [{"dev": 2049, "ino": 13, "fp_len": 10',
     "empty": b"",
     "wrong-version": b'{"version": 99, "files": []}',
+    "not-utf8": b"\xff\xfe{\x00",
+}
+# A well-formed checkpoint whose only entry is unusable: that entry is dropped and said
+# (`checkpoint_entry_dropped`), the file kept; it names no file, so every file present at
+# start starts at its end, as on a first start.
+BAD_ENTRIES = {
     "wrong-types": b'{"version": 1, "files": [{"dev": "x", "ino": [], "fp_len": {}}]}',
     "huge-number": b'{"version": 1, "files": [{"dev": 1e999, "ino": 1, "fp_len": 1, '
                    b'"fp_hash": "a", "offset": 1}]}',
-    "not-utf8": b"\xff\xfe{\x00",
 }
 
 
@@ -111,6 +116,25 @@ def test_sigkill_before_the_first_checkpoint_loses_nothing(tmp_path):
         d.start()
         d.wait_seqs(set(range(100)))
     assert sorted(d.seqs()) == list(range(100))
+
+
+@pytest.mark.parametrize("content", BAD_ENTRIES.values(), ids=BAD_ENTRIES)
+def test_a_checkpoint_with_an_unusable_entry_drops_it_and_the_daemon_starts(tmp_path, content):
+    log = tmp_path / "server.log"
+    log.write_text(_lines(0, 50))
+    d = DaemonProcess(tmp_path, [str(log)])
+    d.state.mkdir()
+    (d.state / "checkpoints.json").write_bytes(content)
+    with d:
+        with open(log, "a") as f:
+            f.write(_lines(50, 80))
+        d.wait_seqs(set(range(50, 80)))
+        assert d.stop() == 0
+    (report,) = stderr_events(d, "checkpoint_entry_dropped")
+    assert "entry 0" in report["detail"]
+    assert not list(d.state.glob("checkpoints.json.corrupt-*"))
+    assert d.seqs() == Counter(range(50, 80))
+    assert _checkpoint_offset(d.state, log) == log.stat().st_size
 
 
 @pytest.mark.parametrize("content", BAD_CHECKPOINTS.values(), ids=BAD_CHECKPOINTS)
