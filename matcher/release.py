@@ -18,13 +18,16 @@ Nothing here reads files or clocks: records, matches and catalog records in, set
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from matcher import frames
 from matcher.catalog.schema import CatalogRecord
-from matcher.catalog.versions import version_key
-from matcher.types import Match, Record
+from matcher.catalog.versions import parse_range, version_key
+from matcher.types import FixedIn, Match, Record
+
+COMPARE = "https://github.com/sgl-project/sglang/compare"
 
 AUTO = "auto"
 UNNAMED = ("all", "none", "installed")  # settings that name no release for the events
@@ -150,6 +153,11 @@ class Catalog:
         keyed = [(version_key(v), v) for v in {v for t in ranges for v in t.split("..") if v}]
         self.oldest = min(keyed)[1] if keyed else ""
         self.newest = max(keyed)[1] if keyed else ""
+        # The releases the ranges name, oldest first: a range that ends at B ends because the
+        # next release, the first bound after B, does not hold the record.
+        self._named = sorted(keyed)
+        self._records = records
+        self._by_template: dict[str, list[CatalogRecord]] | None = None
 
     def releases(self, pattern: CatalogRecord, *, exact: bool = False) -> Releases | None:
         """Where the message exists (None: the record says nothing about releases). A curated
@@ -187,6 +195,44 @@ class Catalog:
         if not same:
             return known  # a release the catalog has not seen, or a patched tree
         return Releases.of(same, oldest=self.oldest, newest=self.newest).intersect(known)
+
+
+    def fixed_in(self, pattern: CatalogRecord, known: Releases) -> FixedIn | None:
+        """The release that no longer has this generated record's message, when the log's
+        release (`known`) is in a range of the record that ends before the newest release —
+        and the message is not raised elsewhere in that release (moved to another module), nor
+        back in a later one. None otherwise."""
+        if pattern.layer != "generated" or not pattern.sglang_versions or not known \
+                or not pattern.peek("error_message"):
+            return None
+        top = known.spans[-1].keys[1]
+        bottom = known.spans[0].keys[0]
+        ranges = [parse_range(t) for t in pattern.sglang_versions]
+        holding = [(lo, hi) for lo, hi in ranges
+                   if version_key(lo) <= bottom and top <= version_key(hi)]
+        if not holding or holding[-1] != ranges[-1]:
+            return None  # not in one range, or the message comes back later
+        last = holding[-1][1]
+        after = next((v for k, v in self._named if k > version_key(last)), None)
+        if after is None:
+            return None
+        for other in self._same_template(pattern):
+            if other is not pattern and other.in_version(after):
+                return None  # the same message, raised elsewhere in that release
+        file_path = pattern.location_for(last)[0] or ""
+        anchor = f"#diff-{hashlib.sha256(file_path.encode()).hexdigest()}" if file_path else ""
+        return FixedIn(after, last, f"{COMPARE}/v{last}...v{after}{anchor}")
+
+    def _same_template(self, pattern: CatalogRecord) -> list[CatalogRecord]:
+        if self._by_template is None:  # built once, on the first event that needs it
+            table: dict[str, list[CatalogRecord]] = {}
+            for r in self._records:
+                if r.layer == "generated":
+                    message = r.peek("error_message")
+                    if message:
+                        table.setdefault(message, []).append(r)
+            self._by_template = table
+        return self._by_template.get(pattern.peek("error_message"), [])
 
 
 class Tracker:
