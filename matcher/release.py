@@ -216,23 +216,41 @@ class Catalog:
         after = next((v for k, v in self._named if k > version_key(last)), None)
         if after is None:
             return None
-        for other in self._same_template(pattern):
+        for other in self._kin(pattern):
             if other is not pattern and other.in_version(after):
-                return None  # the same message, raised elsewhere in that release
+                return None  # the same message or check goes on there (moved, or reworded)
         file_path = pattern.location_for(last)[0] or ""
         anchor = f"#diff-{hashlib.sha256(file_path.encode()).hexdigest()}" if file_path else ""
         return FixedIn(after, last, f"{COMPARE}/v{last}...v{after}{anchor}")
 
-    def _same_template(self, pattern: CatalogRecord) -> list[CatalogRecord]:
+    def _kin(self, pattern: CatalogRecord) -> list[CatalogRecord]:
+        """The generated records that say the same thing: the same message (moved to another
+        module), the same head (the text before its first value, reworded after it), or the
+        same check in the same file (`guard.when`: the message reworded as a whole)."""
         if self._by_template is None:  # built once, on the first event that needs it
             table: dict[str, list[CatalogRecord]] = {}
             for r in self._records:
                 if r.layer == "generated":
-                    message = r.peek("error_message")
-                    if message:
-                        table.setdefault(message, []).append(r)
+                    for key in _kin_keys(r):
+                        table.setdefault(key, []).append(r)
             self._by_template = table
-        return self._by_template.get(pattern.peek("error_message"), [])
+        return [r for key in _kin_keys(pattern) for r in self._by_template.get(key, ())]
+
+
+def _kin_keys(record: CatalogRecord) -> list[str]:
+    from matcher.catalog.wording import stable_head
+
+    message = record.peek("error_message")
+    if not message:
+        return []
+    keys = [f"message\n{message}"]
+    head = stable_head(message)
+    if head:
+        keys.append(f"head\n{record.class_name}\n{head}")
+    guard = record.peek("guard")
+    if guard is not None and guard.when:
+        keys.append(f"check\n{_suffix(record.peek('file_path') or '')}\n{guard.when}")
+    return keys
 
 
 class Tracker:
