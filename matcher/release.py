@@ -205,14 +205,16 @@ class Catalog:
         if pattern.layer != "generated" or not pattern.sglang_versions or not known \
                 or not pattern.peek("error_message"):
             return None
-        top = known.spans[-1].keys[1]
-        bottom = known.spans[0].keys[0]
-        ranges = [parse_range(t) for t in pattern.sglang_versions]
-        holding = [(lo, hi) for lo, hi in ranges
-                   if version_key(lo) <= bottom and top <= version_key(hi)]
-        if not holding or holding[-1] != ranges[-1]:
+        wanted = [s.keys for s in known.spans]
+        texts = list(pattern.sglang_versions)
+        # The range that holds every release the log can be (open below at the catalog's
+        # oldest release, as `releases` reads it: a log learned from this record alone is).
+        holding = [t for t in texts
+                   if [s.keys for s in known.intersect(
+                       Releases.of((t,), oldest=self.oldest)).spans] == wanted]
+        if not holding or holding[-1] != texts[-1]:
             return None  # not in one range, or the message comes back later
-        last = holding[-1][1]
+        last = parse_range(holding[-1])[1]
         after = next((v for k, v in self._named if k > version_key(last)), None)
         if after is None:
             return None

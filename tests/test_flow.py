@@ -161,3 +161,55 @@ def test_no_healthy_start_up_line_of_a_real_launch_is_a_failure_warning():
             assert m.message.startswith("Ignore import error when loading sglang.srt.models."), (
                 log.name, m.message)
     assert seen > 0
+
+
+# --- fixed in: the release that no longer has the message ----------------------------------
+
+OLD_LAUNCH = FIXTURES / "sglang" / "releases-launch" / "0.4.6.post1" / "dp_attention_dp_size_1.log"
+REPO = FIXTURES.parents[1]
+
+
+def _scan(*args: str) -> list[dict]:
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "matcher", "scan", "--format", "json", *args],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode in (0, 1), out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_an_old_release_s_failure_says_which_release_no_longer_has_it():
+    """A real sglang 0.4.6.post1 launch (`--enable-dp-attention` with dp-size 1): `auto` learns
+    0.4.6.post1 from its frame; the assert that fails (`Please set a dp-size > 1. …`) is in
+    every release up to 0.5.1.post3 and gone from 0.5.2 on (0.5.2's server_args.py has no such
+    check): upgrading to 0.5.2 is a way out, and the event says so, with the compare view of
+    the file."""
+    import hashlib
+
+    [e] = _scan(str(OLD_LAUNCH))
+    assert (e["event"], e["sglang_version"]) == ("sglang_error", "0.4.6.post1")
+    anchor = hashlib.sha256(b"python/sglang/srt/server_args.py").hexdigest()
+    assert e["fixed_in"] == {
+        "release": "0.5.2", "last_release": "0.5.1.post3",
+        "compare_url": "https://github.com/sgl-project/sglang/compare/v0.5.1.post3...v0.5.2"
+                       f"#diff-{anchor}"}
+    assert e["remediation"]["solutions"][-1].startswith("Upgrade sglang to 0.5.2 or later: ")
+
+
+def test_a_failure_of_the_newest_release_has_no_fixed_in():
+    """A real 0.5.23 launch failure raised at a generated record's site: nothing newer."""
+    [e] = [x for x in _scan(str(FIXTURES / "sglang" / "releases-launch" / "0.5.23"
+                                / "moe_dense_tp_size.log")) if x.get("pattern_id")][:1]
+    assert e["sglang_version"] == "0.5.23.." and "fixed_in" not in e
+
+
+def test_the_report_prints_the_release_to_upgrade_to():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "matcher", "scan", "--format", "text",
+                          str(OLD_LAUNCH)], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    assert "    Fixed in: sglang 0.5.2 (last in 0.5.1.post3)  https://github.com/" in out.stdout
