@@ -19,6 +19,7 @@ Nothing here reads files or clocks: records, matches and catalog records in, set
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -252,7 +253,24 @@ def _kin_keys(record: CatalogRecord) -> list[str]:
     guard = record.peek("guard")
     if guard is not None and guard.when:
         keys.append(f"check\n{_suffix(record.peek('file_path') or '')}\n{guard.when}")
+    # The same function of the same file still raising (or logging) the same class: the
+    # message was reworded there (`Pyspy failed to dump PID {pid}` → `Pyspy failed ({cmd})`).
+    # The end of its longest literal run, of the same class: the message moved and its start
+    # was reworded (`self.cur_batch.batch_size()=` → `scheduler.cur_batch.batch_size()=`).
+    runs = [r.strip() for r in re.split(r"\{[^{}]*\}", message)]
+    longest = max(runs, key=len, default="")
+    if len(longest) >= 20:
+        keys.append(f"run\n{record.class_name}\n{longest[-20:]}")
+    # (Its first two words too: a big function, `ServerArgs.__post_init__`, holds many checks.)
+    site = _SITE.match(record.peek("documentation") or "")
+    opening = " ".join(re.findall(r"[A-Za-z][\w.-]*", message.split("{", 1)[0])[:2])
+    if site is not None and opening:
+        keys.append(f"site\n{site.group(2)}\n{site.group(1)}\n"
+                    f"{record.peek('error_class') or record.peek('error_type')}\n{opening}")
     return keys
+
+
+_SITE = re.compile(r"`([^`]+)\(\)` in (sglang/[^:\s]+):\d+ ")
 
 
 class Tracker:
