@@ -313,8 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
                               "default: records on stdout, counts on stderr")
     extract.add_argument("--version", dest="sglang_version", metavar="V",
                          help="the sglang version (default: read from the source)")
-    extract.add_argument("--severity", action="append", choices=("error", "warning"),
-                         help="keep only records of this severity (repeatable; default: all)")
+    extract.add_argument("--severity", action="append", choices=("error", "warning", "failure"),
+                         help="keep only records of this severity (repeatable; default: all); "
+                              "`failure`: the warnings that report a failure (an exception "
+                              "caught and printed, a retry given up)")
+    extract.add_argument("--no-flow", dest="flow", action="store_false",
+                         help="do not follow messages into the release's helpers that raise or "
+                              "log them (`raise_error_or_warn(…, msg)`)")
     extract.add_argument("--curated", type=Path, metavar="DIR",
                          help="leave out generated records that would take the example lines "
                               "of a record here (the built-in catalog's sglang/curated)")
@@ -926,12 +931,12 @@ def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("cannot tell the sglang version from the source: give --version V")
     if not source.files:
         raise UsageError("no sglang Python source found there")
-    result = extract.extract_files(source.files, version=version)
+    result = extract.extract_files(source.files, version=version, flow=getattr(args, "flow", True))
     result = extract.Extraction(result.records, result.stats + extract.Stats(
         files_skipped={"tests and benchmarks": source.excluded} if source.excluded else {}))
     if args.severity:
         result = result.without(
-            (r["id"] for r in result.records if r["severity"] not in args.severity),
+            (r["id"] for r in result.records if not extract.selected(r, args.severity)),
             extract.NOT_SELECTED)
         label += "".join(f" --severity {s}" for s in args.severity)
     if args.curated is not None:
@@ -1063,7 +1068,8 @@ def _extract_releases(args: argparse.Namespace, out: TextIO) -> int:
         if not wheels:
             raise UsageError("no wheel to extract" + "".join(
                 f"; {v}: {why}" for v, why in skipped))
-        done = releases.extract_wheels(wheels, cache_dir=wheel_dir, jobs=args.jobs)
+        done = releases.extract_wheels(wheels, cache_dir=wheel_dir, jobs=args.jobs,
+                                       flow=getattr(args, "flow", True))
     except releases.ReleaseError as e:
         raise UsageError(str(e)) from e
     except (OSError, ValueError, zipfile.BadZipFile) as e:
@@ -1082,7 +1088,7 @@ def _extract_releases(args: argparse.Namespace, out: TextIO) -> int:
         result = d.extraction
         if args.severity:
             result = result.without(
-                (r["id"] for r in result.records if r["severity"] not in args.severity),
+                (r["id"] for r in result.records if not extract.selected(r, args.severity)),
                 extract.NOT_SELECTED)
         per[d.version] = result
     if args.severity:

@@ -443,7 +443,18 @@ class Pipeline:
                 url = pattern.location_for(at)[2]
                 if url:
                     remediation = {**remediation, "url": url}
-            out.append(dataclasses.replace(e, sglang_version=label, remediation=remediation))
+            fixed = None
+            if pattern is not None and isinstance(pattern, CatalogRecord):
+                known_releases = (self._tracker.known(e.source)
+                                  if self.sglang_version == release.AUTO
+                                  else release.Releases.of((self.sglang_version,)))
+                if known_releases:
+                    fixed = self._releases.fixed_in(pattern, known_releases)
+            if fixed is not None and remediation is not None:
+                remediation = {**remediation, "solutions": [
+                    *remediation.get("solutions", ()), fixed.solution()]}
+            out.append(dataclasses.replace(e, sglang_version=label, remediation=remediation,
+                                           fixed_in=fixed))
         return out
 
     def _count(self, source: str, lines: list[Line]) -> None:

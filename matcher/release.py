@@ -18,13 +18,17 @@ Nothing here reads files or clocks: records, matches and catalog records in, set
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from matcher import frames
 from matcher.catalog.schema import CatalogRecord
-from matcher.catalog.versions import version_key
-from matcher.types import Match, Record
+from matcher.catalog.versions import parse_range, version_key
+from matcher.types import FixedIn, Match, Record
+
+COMPARE = "https://github.com/sgl-project/sglang/compare"
 
 AUTO = "auto"
 UNNAMED = ("all", "none", "installed")  # settings that name no release for the events
@@ -150,6 +154,11 @@ class Catalog:
         keyed = [(version_key(v), v) for v in {v for t in ranges for v in t.split("..") if v}]
         self.oldest = min(keyed)[1] if keyed else ""
         self.newest = max(keyed)[1] if keyed else ""
+        # The releases the ranges name, oldest first: a range that ends at B ends because the
+        # next release, the first bound after B, does not hold the record.
+        self._named = sorted(keyed)
+        self._records = records
+        self._by_template: dict[str, list[CatalogRecord]] | None = None
 
     def releases(self, pattern: CatalogRecord, *, exact: bool = False) -> Releases | None:
         """Where the message exists (None: the record says nothing about releases). A curated
@@ -187,6 +196,81 @@ class Catalog:
         if not same:
             return known  # a release the catalog has not seen, or a patched tree
         return Releases.of(same, oldest=self.oldest, newest=self.newest).intersect(known)
+
+
+    def fixed_in(self, pattern: CatalogRecord, known: Releases) -> FixedIn | None:
+        """The release that no longer has this generated record's message, when the log's
+        release (`known`) is in a range of the record that ends before the newest release —
+        and the message is not raised elsewhere in that release (moved to another module), nor
+        back in a later one. None otherwise."""
+        if pattern.layer != "generated" or not pattern.sglang_versions or not known \
+                or not pattern.peek("error_message"):
+            return None
+        wanted = [s.keys for s in known.spans]
+        texts = list(pattern.sglang_versions)
+        # The range that holds every release the log can be (open below at the catalog's
+        # oldest release, as `releases` reads it: a log learned from this record alone is).
+        holding = [t for t in texts
+                   if [s.keys for s in known.intersect(
+                       Releases.of((t,), oldest=self.oldest)).spans] == wanted]
+        if not holding or holding[-1] != texts[-1]:
+            return None  # not in one range, or the message comes back later
+        last = parse_range(holding[-1])[1]
+        after = next((v for k, v in self._named if k > version_key(last)), None)
+        if after is None:
+            return None
+        for other in self._kin(pattern):
+            if other is not pattern and other.in_version(after):
+                return None  # the same message or check goes on there (moved, or reworded)
+        file_path = pattern.location_for(last)[0] or ""
+        anchor = f"#diff-{hashlib.sha256(file_path.encode()).hexdigest()}" if file_path else ""
+        return FixedIn(after, last, f"{COMPARE}/v{last}...v{after}{anchor}")
+
+    def _kin(self, pattern: CatalogRecord) -> list[CatalogRecord]:
+        """The generated records that say the same thing: the same message (moved to another
+        module), the same head (the text before its first value, reworded after it), or the
+        same check in the same file (`guard.when`: the message reworded as a whole)."""
+        if self._by_template is None:  # built once, on the first event that needs it
+            table: dict[str, list[CatalogRecord]] = {}
+            for r in self._records:
+                if r.layer == "generated":
+                    for key in _kin_keys(r):
+                        table.setdefault(key, []).append(r)
+            self._by_template = table
+        return [r for key in _kin_keys(pattern) for r in self._by_template.get(key, ())]
+
+
+def _kin_keys(record: CatalogRecord) -> list[str]:
+    from matcher.catalog.wording import stable_head
+
+    message = record.peek("error_message")
+    if not message:
+        return []
+    keys = [f"message\n{message}"]
+    head = stable_head(message)
+    if head:
+        keys.append(f"head\n{record.class_name}\n{head}")
+    guard = record.peek("guard")
+    if guard is not None and guard.when:
+        keys.append(f"check\n{_suffix(record.peek('file_path') or '')}\n{guard.when}")
+    # The same function of the same file still raising (or logging) the same class: the
+    # message was reworded there (`Pyspy failed to dump PID {pid}` → `Pyspy failed ({cmd})`).
+    # The end of its longest literal run, of the same class: the message moved and its start
+    # was reworded (`self.cur_batch.batch_size()=` → `scheduler.cur_batch.batch_size()=`).
+    runs = [r.strip() for r in re.split(r"\{[^{}]*\}", message)]
+    longest = max(runs, key=len, default="")
+    if len(longest) >= 20:
+        keys.append(f"run\n{record.class_name}\n{longest[-20:]}")
+    # (Its first two words too: a big function, `ServerArgs.__post_init__`, holds many checks.)
+    site = _SITE.match(record.peek("documentation") or "")
+    opening = " ".join(re.findall(r"[A-Za-z][\w.-]*", message.split("{", 1)[0])[:2])
+    if site is not None and opening:
+        keys.append(f"site\n{site.group(2)}\n{site.group(1)}\n"
+                    f"{record.peek('error_class') or record.peek('error_type')}\n{opening}")
+    return keys
+
+
+_SITE = re.compile(r"`([^`]+)\(\)` in (sglang/[^:\s]+):\d+ ")
 
 
 class Tracker:

@@ -146,6 +146,10 @@ def _render_known(i: int, entry: Entry) -> list[str]:
     if rem.get("example_fix"):
         out.append("    Example fix:")
         out.extend("      " + line for line in rem["example_fix"].splitlines())
+    fixed = e.get("fixed_in")
+    if fixed:
+        out.append(f"    Fixed in: sglang {fixed['release']} (last in {fixed['last_release']})"
+                   + (f"  {fixed['compare_url']}" if fixed.get("compare_url") else ""))
     if rem.get("url"):
         out.append(f"    Source: {rem['url']}")
     if entry.consequences:

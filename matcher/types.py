@@ -162,6 +162,29 @@ class Event:
     suppressed: int = 0  # repeats not printed since the last printed event of this error
     quiet: bool = False  # a repeat within the rate limit: counted, not printed
     sglang_version: str | None = None  # the release (or range) that wrote it, when known
+    fixed_in: FixedIn | None = None  # a later release no longer has the message
+
+
+@dataclass(frozen=True, slots=True)
+class FixedIn:
+    """A message that a later release no longer has: the release that wrote the log is known,
+    and its record's release range ends before the newest release the catalog knows — the
+    check was changed or removed in `release`, so upgrading to it is a way out."""
+
+    release: str  # the first release without the message
+    last: str  # the last release with it (the end of the range that holds the log's release)
+    compare_url: str | None = None  # the source's changes between the two, on GitHub
+
+    def solution(self) -> str:
+        where = f" (the changes: {self.compare_url})" if self.compare_url else ""
+        return (f"Upgrade sglang to {self.release} or later: this message is not in "
+                f"{self.release} (last in {self.last}), the check that prints it was changed or "
+                f"removed there{where}. If it was only reworded, the same condition may still "
+                "fail with other words.")
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"release": self.release, "last_release": self.last,
+                "compare_url": self.compare_url}
 
 
 @dataclass(frozen=True, slots=True)

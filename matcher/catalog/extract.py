@@ -78,6 +78,10 @@ _POSITIONAL_NAME = re.compile(r"arg\d+")
 MIN_LITERAL_RUN = 12
 # A frame record's message: none at all (`AssertionError` printed alone).
 FRAME_PATTERN = "^$"
+# Tags: a message passed to a helper that raises or logs it; a warning that reports a failure
+# (`_failure_of`: kept with `--severity failure`).
+VIA_HELPER = "via-helper"
+FAILURE = "failure"
 # The key under which `Stats.covered` and `Stats.records` count frame records (the sites are
 # counted under "raise" and "assert" in `Stats.sites`, as every site is).
 FRAME = "frame"
@@ -93,6 +97,8 @@ SEVERAL_ARGS = "several arguments (printed as a tuple)"
 TOO_VAGUE = "too little literal text (under 8 characters, the loader's minimum)"
 MOSTLY_HOLES = f"mostly holes (no literal run of {MIN_LITERAL_RUN} characters)"
 DUPLICATE = "same message as an earlier site in the module (merged into its record)"
+PARAMETER = ("message made of its function's parameters (a helper's: read at each call, "
+             "with the message passed)")
 DUPLICATE_FRAME = ("same frame (function and source line) as an earlier bare site in the module "
                    "(merged into its record)")
 
@@ -368,6 +374,9 @@ class Site:
     # (`window = cfg.speculative_draft_window_size` … `if window <= 0`): what `guard.when`
     # holds, so the fix can name the flag
     guard: str = ""
+    from_params: bool = False  # the message has a hole that is its function's parameter
+    via: str = ""  # the helper that raises or logs the message passed here: `name() (path)`
+    failure: str = ""  # a warning that reports a failure: why we say so (`_failure_of`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,8 +396,10 @@ class _Scope:
     pattern is searched, so a message that got the append still matches the part before it.
     """
 
-    def __init__(self, body: list[ast.stmt], parent: _Scope | None = None) -> None:
+    def __init__(self, body: list[ast.stmt], parent: _Scope | None = None,
+                 params: frozenset[str] = frozenset()) -> None:
         self.parent = parent
+        self.params = params  # the function's parameters: a message may be one of them
         self.bindings: dict[str, list[_Binding]] = {}
         self.paths: dict[int, tuple[int, ...]] = {}
         self._scan(body, ())
@@ -442,6 +453,8 @@ class _Scope:
         base = next((i for i in range(len(before) - 1, -1, -1)
                      if before[i].op != "+=" and before[i].block in path), None)
         if base is None:
+            if name in self.params and not before:  # the caller's message: a hole named so
+                return [Hole(name, name=name)]
             return self.parent.constant(name) if self.parent and name not in self.bindings else None
         value = before[base].value
         if before[base].op != "=" or value is None:
@@ -493,17 +506,176 @@ class _Scope:
         return lambda n: parent.constant(n.id) if n.id not in self.bindings else None
 
 
+# --- messages that flow through helpers -----------------------------------------------------
+#
+# `raise_error_or_warn(self, strict, "count", msg)` raises `ValueError(msg)` or logs it; a local
+# `def _fail(msg): raise ValueError(msg)` raises what it is given. The message is written at
+# the call, not at the raise, so the raise site alone says nothing (its message is a bare
+# parameter). `index_helpers` reads a release's own code for the functions whose raise or log
+# message is made of their parameters and cannot be recognized without them (a bare `{msg}`,
+# `[{name}] {msg}`), transitively (`_report(msg)` → `raise_error_or_warn(…, msg)`); each call
+# of one is then a site of its own, with the message the caller passes.
+
+@dataclass(frozen=True, slots=True)
+class _Def:
+    positional: tuple[str, ...]  # positional parameters in order, `self` included
+    keywords: frozenset[str]  # parameters that may be given by keyword
+    bound: bool  # a method: called as `obj.f(…)`, its first parameter is not passed
+
+
+@dataclass(frozen=True, slots=True)
+class _Forward:
+    """A call, in function `function`, that passes on a message made of its parameters."""
+
+    function: str  # qualified name of the calling function
+    cls: str | None  # its class, for `self.f(…)`
+    func: ast.expr  # what is called
+    args: tuple[list[Part] | None, ...]  # positional arguments' parts (None: not a message)
+    keywords: Mapping[str, list[Part]]
+
+
+@dataclass(frozen=True, slots=True)
+class Sink:
+    """What a helper does with a message made of its parameters."""
+
+    kind: str  # "raise" | "log"
+    error_class: str | None
+    severity: str
+    parts: tuple[Part, ...]  # the message, its holes naming the helper's parameters
+    path: str  # the module that raises or logs it (`sglang/srt/utils/common.py`)
+
+
+@dataclass(frozen=True, slots=True)
+class Helper:
+    positional: tuple[str, ...]
+    keywords: frozenset[str]
+    bound: bool
+    sinks: tuple[Sink, ...]
+
+    @property
+    def all_params(self) -> frozenset[str]:
+        return frozenset(self.positional) | self.keywords
+
+    def bind(self, call: ast.Call, *, attribute: bool) -> dict[str, ast.expr] | None:
+        """The call's argument for each parameter a sink uses (None: the call cannot be read:
+        `*args`, `**kwargs`)."""
+        params = self.positional[1:] if self.bound and attribute else self.positional
+        out: dict[str, ast.expr] = {}
+        for name, arg in zip(params, call.args, strict=False):
+            if isinstance(arg, ast.Starred):
+                return None
+            out[name] = arg
+        for kw in call.keywords:
+            if kw.arg is None:
+                return None
+            if kw.arg in self.all_params:
+                out[kw.arg] = kw.value
+        return out
+
+    def bind_parts(self, forward: _Forward, *, attribute: bool) -> dict[str, list[Part]]:
+        params = self.positional[1:] if self.bound and attribute else self.positional
+        out = {name: parts for name, parts in zip(params, forward.args, strict=False)
+               if parts is not None}
+        out.update({k: v for k, v in forward.keywords.items() if k in self.all_params})
+        return out
+
+
+def _parameter(expression: str) -> str:
+    """`msg`, `str(msg)` → `msg`: the name a hole shows when it is a parameter as it is."""
+    m = re.fullmatch(r"(?:str\()?([A-Za-z_]\w*)\)?", expression)
+    return m.group(1) if m else ""
+
+
+def substitute(parts: Iterable[Part], mapping: Mapping[str, list[Part]]) -> list[Part]:
+    """A helper's message with each hole that is one of its parameters replaced by what the
+    caller passes (its own template when it is one)."""
+    out: list[Part] = []
+    for p in parts:
+        if isinstance(p, Hole) and not p.conversion and not p.spec \
+                and _parameter(p.expression) in mapping:
+            out.extend(mapping[_parameter(p.expression)])
+        else:
+            out.append(p)
+    return _merge_literals(out)
+
+
+def recognizable(parts: Sequence[Part], kind: str) -> bool:
+    """A template with literal text enough for a record of its own (the loader's minimum and
+    `MIN_LITERAL_RUN`)."""
+    pattern = pattern_of(list(parts), first_line_only=kind == "log", anchored=kind != "log")
+    return isinstance(check_pattern(pattern), int) and max(
+        map(len, analyze(pattern).required_literals), default=0) >= MIN_LITERAL_RUN
+
+
+# A warning that says sglang tried and gave up: `… is still TokenizersBackend after retries`.
+_GAVE_UP = re.compile(r"(?i)\b(?:after|despite)\s+(?:\d+\s+|all\s+|several\s+|the\s+)?"
+                      r"(?:retries|retrying|attempts|tries)\b|\bgiving up\b|\bgave up\b")
+
+
+def _imports_something(body: list[ast.stmt]) -> bool:
+    """A `try` body that imports (`import x`, `importlib.import_module(name)`)."""
+    for st in body:
+        for node in ast.walk(st):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                return True
+            if isinstance(node, ast.Call) and (
+                    ast.unparse(node.func).endswith(("import_module", "__import__"))):
+                return True
+    return False
+
+
+_PROCESS_MODULES = frozenset({"resource", "os", "psutil", "signal", "gc", "sys"})
+
+
+def _tunes_process(body: list[ast.stmt]) -> bool:
+    """A `try` body whose calls all set up the process through the OS (`resource.setrlimit`,
+    `os.sched_setaffinity`, `psutil.Process().cpu_affinity`)."""
+    roots = []
+    for st in body:
+        for node in ast.walk(st):
+            if isinstance(node, ast.Call):
+                func = node.func
+                while isinstance(func, ast.Attribute | ast.Call):
+                    func = func.value if isinstance(func, ast.Attribute) else func.func
+                roots.append(func.id if isinstance(func, ast.Name) else "")
+    return bool(roots) and all(r in _PROCESS_MODULES for r in roots)
+
+
+def _failure_of(parts: Sequence[Part], handlers: Sequence[tuple[str | None, str]]) -> str:
+    """Why a warning reports a failure ("" if it does not say so): it is logged in an `except`
+    handler and prints the exception it caught (`except Exception as e: logger.warning(f"…
+    {e}")`), or its text says sglang gave up after retrying."""
+    if handlers:
+        name, caught = handlers[-1]
+        if name and any(isinstance(p, Hole) and re.search(rf"\b{re.escape(name)}\b",
+                                                          p.expression) for p in parts):
+            return f"except {caught}"
+    literal = "".join(p for p in parts if isinstance(p, str))
+    if _GAVE_UP.search(literal):
+        return "gave up"
+    return ""
+
+
 class _Walker(ast.NodeVisitor):
     """Collect sites with the function, condition and message template of each."""
 
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(self, module: ast.Module, callees: _Callees | None = None, *,
+                 collect: bool = False) -> None:
         self.sites: list[Site] = []
         self._functions: list[str] = []
+        self._classes: list[str | None] = []  # per `_functions` entry: its name if a class
         self._conditions: list[str] = []
         self._guards: list[str] = []
+        self._handlers: list[tuple[str | None, str]] = []  # (`as` name, caught classes)
         self._module_scope = _Scope(module.body)
         self._scopes: list[_Scope] = [self._module_scope]
         self._stmt: ast.stmt | None = None
+        self._callees = callees  # helpers that raise or log their argument (`index_helpers`)
+        # `collect` (the first pass of `index_helpers`): each function's parameters, and the
+        # calls that pass on a message made of them
+        self._collect = collect
+        self.defs: dict[str, _Def] = {}
+        self.forwards: list[_Forward] = []
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.stmt):
@@ -514,25 +686,68 @@ class _Walker(ast.NodeVisitor):
             super().visit(node)
 
     def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        in_class = bool(self._classes) and self._classes[-1] is not None
         self._functions.append(node.name)
+        is_function = not isinstance(node, ast.ClassDef)
+        self._classes.append(None if is_function else node.name)
         saved, self._conditions = self._conditions, []
         saved_guards, self._guards = self._guards, []
-        is_function = not isinstance(node, ast.ClassDef)
+        saved_handlers, self._handlers = self._handlers, []
         if is_function:
-            self._scopes.append(_Scope(node.body, self._module_scope))
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            a = node.args
+            positional = tuple(x.arg for x in (*a.posonlyargs, *a.args))
+            keywords = frozenset(x.arg for x in (*a.args, *a.kwonlyargs))
+            decorators = {ast.unparse(d) for d in node.decorator_list}
+            bound = in_class and "staticmethod" not in decorators
+            self.defs[".".join(self._functions)] = _Def(positional, keywords, bound)
+            params = frozenset(positional) | keywords
+            self._scopes.append(_Scope(node.body, self._module_scope, params))
         self.generic_visit(node)
         if is_function:
             self._scopes.pop()
         self._conditions = saved
         self._guards = saved_guards
+        self._handlers = saved_handlers
+        self._classes.pop()
         self._functions.pop()
+
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
+        for st in node.body:
+            self.visit(st)
+        imports = _imports_something(node.body)
+        tuning = _tunes_process(node.body)
+        for handler in node.handlers:
+            caught = ast.unparse(handler.type) if handler.type is not None else "BaseException"
+            if imports or re.search(r"\b(?:ImportError|ModuleNotFoundError)\b", caught):
+                caught += IMPORTED
+            # A best-effort setting of the process (`resource.setrlimit`): sglang runs on
+            # without it, and healthy launches print it (`Fail to set RLIMIT_NOFILE: …`).
+            self._handlers.append((None if tuning else handler.name, caught))
+            self.visit(handler)
+            self._handlers.pop()
+        for st in (*node.orelse, *node.finalbody):
+            self.visit(st)
+
+    def visit_TryStar(self, node: ast.TryStar) -> None:
+        self.visit_Try(node)
+
+    def _class_name(self) -> str | None:
+        """The class whose method the current code is in (its innermost enclosing class)."""
+        for i in range(len(self._classes) - 1, -1, -1):
+            if self._classes[i] is not None:
+                return self._classes[i]
+        return None
+
+    def _params(self) -> frozenset[str]:
+        return self._scopes[-1].params if len(self._scopes) > 1 else frozenset()
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         test = ast.unparse(node.test)
-        guard = self._read_through(node.test)
+        guard = test if self._collect else self._read_through(node.test)  # no guard in pass 1
         self._conditions.append(test)
         self._guards.append(guard)
         for stmt in node.body:
@@ -568,7 +783,8 @@ class _Walker(ast.NodeVisitor):
 
     def _site(self, kind: str, line: int, cls: str | None, severity: str,
               parts: list[Part] | None, *, condition: str | None = None,
-              skip: str | None = None, frame: bool = False, guard: str | None = None) -> None:
+              skip: str | None = None, frame: bool = False, guard: str | None = None,
+              via: str = "") -> None:
         if guard is None:
             guard = self._guards[-1] if self._guards and condition is None else condition
         if condition is None:
@@ -576,8 +792,15 @@ class _Walker(ast.NodeVisitor):
         # A frame's name is its code object's: the innermost `def` — or `class`, for a statement
         # in a class body — never dotted; a lambda cannot hold a raise or an assert.
         code_name = self._functions[-1] if self._functions else "<module>"
+        params = self._params()
+        from_params = bool(parts) and any(
+            isinstance(p, Hole) and _parameter(p.expression) in params for p in parts or ())
+        failure = ""
+        if kind == "log" and severity == "warning" and parts is not None:
+            failure = _failure_of(parts, self._handlers)
         self.sites.append(Site(kind, line, cls, severity, ".".join(self._functions), condition,
-                               parts, skip, frame, code_name, guard or ""))
+                               parts, skip, frame, code_name, guard or "", from_params, via,
+                               failure))
 
     def visit_Raise(self, node: ast.Raise) -> None:
         self.generic_visit(node)
@@ -621,6 +844,10 @@ class _Walker(ast.NodeVisitor):
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr in _LOG_LEVELS
                 and _is_logger(func.value)):
+            if self._callees is not None:
+                self._through_helper(node)
+            if self._collect:
+                self._forward(node)
             return
         level = _LOG_LEVELS[func.attr]
         if not node.args or isinstance(node.args[0], ast.Starred):
@@ -633,6 +860,66 @@ class _Walker(ast.NodeVisitor):
         else:
             parts = message_parts(message, self._resolve)
         self._site("log", node.lineno, None, level, parts)
+
+
+    def _arg_parts(self, arg: ast.expr) -> list[Part]:
+        parts = message_parts(arg, self._resolve)
+        return parts if parts is not None else [_hole(arg)]
+
+    def _message_arg(self, arg: ast.expr) -> list[Part] | None:
+        """An argument that may be a message (a name, a string, a template), as parts; None
+        for the rest (numbers, calls, containers), which no helper raises or logs."""
+        if isinstance(arg, ast.Name | ast.JoinedStr) or (
+                isinstance(arg, ast.Constant) and isinstance(arg.value, str)) or (
+                isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add | ast.Mod)) or (
+                isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute)
+                and arg.func.attr == "format"):
+            return self._arg_parts(arg)
+        return None
+
+    def _through_helper(self, node: ast.Call) -> None:
+        """A call to a function that raises or logs its argument (`raise_error_or_warn(…,
+        message)`): a site here, with the message the caller passes."""
+        assert self._callees is not None
+        found = self._callees.find(node.func, ".".join(self._functions), self._class_name())
+        for helper, sink, name in found:
+            bound = helper.bind(node, attribute=isinstance(node.func, ast.Attribute))
+            if bound is None:
+                continue
+            mapping = {p: self._arg_parts(arg) for p, arg in bound.items()}
+            parts = substitute(sink.parts, mapping)
+            if any(isinstance(p, Hole) and _parameter(p.expression) in helper.all_params
+                   for p in parts):
+                continue  # the helper's own parameter not given here (a default): no message
+            self._site(sink.kind, node.lineno, sink.error_class, sink.severity, parts,
+                       via=f"{name}() ({sink.path})")
+
+    def _forward(self, node: ast.Call) -> None:
+        """First pass: a call that passes on a message made of this function's parameters."""
+        params = self._params()
+        if not params or isinstance(node.func, ast.Lambda):
+            return
+        args: list[list[Part] | None] = []
+        keywords: dict[str, list[Part]] = {}
+        hit = False
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                break
+            parts = self._message_arg(arg)
+            hit = hit or (parts is not None and any(
+                isinstance(p, Hole) and _parameter(p.expression) in params for p in parts))
+            args.append(parts)
+        for kw in node.keywords:
+            if kw.arg is None:
+                continue
+            parts = self._message_arg(kw.value)
+            if parts is not None and any(
+                    isinstance(p, Hole) and _parameter(p.expression) in params for p in parts):
+                hit = True
+                keywords[kw.arg] = parts
+        if hit:
+            self.forwards.append(_Forward(".".join(self._functions), self._class_name(),
+                                          node.func, tuple(args), keywords))
 
 
 def assert_line(node: ast.Assert) -> int:
@@ -683,6 +970,218 @@ def _is_logger(node: ast.expr) -> bool:
         return name.endswith(("getLogger", "get_logger", "init_logger"))
     last = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
     return last.lower() in ("log", "logging") or last.lower().endswith("logger")
+
+
+# --- the helpers of a release (first pass) ---------------------------------------------------
+
+@dataclass(slots=True)
+class HelperIndex:
+    """Per module (dotted name): its helpers by qualified name, the functions it defines, and
+    what its imports bind (`local name` → dotted target; `*` → the modules it star-imports)."""
+
+    helpers: dict[str, dict[str, Helper]] = field(default_factory=dict)
+    defined: dict[str, frozenset[str]] = field(default_factory=dict)
+    imports: dict[str, dict[str, str]] = field(default_factory=dict)
+    stars: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_name: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return sum(map(len, self.helpers.values()))
+
+    def _index_names(self) -> None:
+        by_name: dict[str, list[tuple[str, str]]] = {}
+        for module, helpers in self.helpers.items():
+            for qual in helpers:
+                by_name.setdefault(qual.rsplit(".", 1)[-1], []).append((module, qual))
+        self.by_name = by_name
+
+    def exported(self, module: str, name: str, depth: int = 0) -> tuple[str, str] | None:
+        """Where `from module import name` leads: (module, qualified name) of a helper."""
+        if depth > 6:
+            return None
+        if name in self.helpers.get(module, {}):
+            return module, name
+        if name in self.defined.get(module, frozenset()):
+            return None  # defined there, and not a helper
+        target = self.imports.get(module, {}).get(name)
+        if target is not None:
+            return self._dotted(target, depth + 1)
+        for star in self.stars.get(module, ()):
+            found = self.exported(star, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _dotted(self, target: str, depth: int = 0) -> tuple[str, str] | None:
+        mod, _, name = target.rpartition(".")
+        return self.exported(mod, name, depth) if mod else None
+
+    def _unique(self, name: str, bound: bool) -> tuple[str, str] | None:
+        found = [(m, q) for m, q in self.by_name.get(name, ())
+                 if self.helpers[m][q].bound == bound]
+        return found[0] if len(found) == 1 else None
+
+    def lookup(self, module: str, func: ast.expr, function: str,
+               cls: str | None) -> tuple[str, str] | None:
+        """The helper a call's `func` names, seen from `function` (qualified) in `module`."""
+        helpers = self.helpers.get(module, {})
+        defined = self.defined.get(module, frozenset())
+        if isinstance(func, ast.Name):
+            name = func.id
+            scopes = function.split(".") if function else []
+            for i in range(len(scopes), -1, -1):  # a local def, then the module's
+                qual = ".".join([*scopes[:i], name])
+                if qual in helpers:
+                    return module, qual
+                if qual in defined:
+                    return None
+            target = self.imports.get(module, {}).get(name)
+            if target is not None:
+                return self._dotted(target)
+            for star in self.stars.get(module, ()):
+                found = self.exported(star, name)
+                if found is not None:
+                    return found
+            return self._unique(name, bound=False)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            base, name = func.value.id, func.attr
+            if base in ("self", "cls"):
+                if cls is not None:
+                    qual = f"{cls}.{name}"
+                    if qual in helpers:
+                        return module, qual
+                    if qual in defined:
+                        return None
+                return self._unique(name, bound=True)  # a mixin's method
+            target = self.imports.get(module, {}).get(base)
+            if target is not None:  # `utils.f(…)`: `f` of the module imported as `utils`
+                return self.exported(target, name)
+        return None
+
+    def helper(self, found: tuple[str, str]) -> Helper:
+        return self.helpers[found[0]][found[1]]
+
+
+class _Callees:
+    """The helpers a module's calls reach (`HelperIndex.lookup`), for `_Walker`."""
+
+    def __init__(self, index: HelperIndex, module: str) -> None:
+        self.index = index
+        self.module = module
+
+    def find(self, func: ast.expr, function: str,
+             cls: str | None) -> list[tuple[Helper, Sink, str]]:
+        found = self.index.lookup(self.module, func, function, cls)
+        if found is None:
+            return []
+        helper = self.index.helper(found)
+        return [(helper, sink, found[1]) for sink in helper.sinks]
+
+
+def _imports(tree: ast.Module, module: str, is_package: bool) -> tuple[dict[str, str],
+                                                                        tuple[str, ...]]:
+    """What a module's top-level imports bind: local name → dotted target, and the modules it
+    star-imports."""
+    names: dict[str, str] = {}
+    stars: list[str] = []
+    package = module if is_package else module.rpartition(".")[0]
+
+    def top(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:  # module level, and under if/try
+        for st in stmts:
+            yield st
+            if isinstance(st, ast.If | ast.Try):
+                yield from top(st.body)
+                yield from top(st.orelse)
+                for h in getattr(st, "handlers", ()):
+                    yield from top(h.body)
+
+    for node in top(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - (node.level - 1)])
+                source = f"{base}.{node.module}" if node.module else base
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                if alias.name == "*":
+                    stars.append(source)
+                else:
+                    names[alias.asname or alias.name] = f"{source}.{alias.name}"
+    return names, tuple(stars)
+
+
+def index_helpers(files: Iterable[tuple[str, str]]) -> HelperIndex:
+    """The functions of a release that raise or log a message made of their parameters, which
+    cannot be recognized without them — directly, or by passing it on to another such function
+    (followed to a fixed point). `files`: `(path inside the package, source text)` each."""
+    index = HelperIndex()
+    forwards: dict[str, list[_Forward]] = {}
+    defs: dict[str, dict[str, _Def]] = {}
+    paths: dict[str, str] = {}
+    for path, text in files:
+        text = text.removeprefix("\ufeff")
+        try:
+            tree = ast.parse(text, filename=path)
+        except (SyntaxError, ValueError):
+            continue
+        module = module_name(path)
+        paths[module] = path
+        walker = _Walker(tree, collect=True)
+        walker.visit(tree)
+        defs[module] = walker.defs
+        index.defined[module] = frozenset(walker.defs)
+        index.imports[module], index.stars[module] = _imports(
+            tree, module, PurePosixPath(path).name == "__init__.py")
+        forwards[module] = walker.forwards
+        for site in walker.sites:
+            if (site.from_params and site.parts is not None and site.skip is None
+                    and site.function in walker.defs and site.kind in ("raise", "log")
+                    and not recognizable(_merge_literals(site.parts), site.kind)):
+                _add_sink(index, defs, module, site.function,
+                          Sink(site.kind, site.error_class, site.severity, tuple(site.parts),
+                               path))
+    for _ in range(6):  # helpers of helpers; sglang's chains are two or three deep
+        index._index_names()
+        added = 0
+        for module, calls in forwards.items():
+            for fw in calls:
+                found = index.lookup(module, fw.func, fw.function, fw.cls)
+                if found is None:
+                    continue
+                callee = index.helper(found)
+                mapping = callee.bind_parts(fw, attribute=isinstance(fw.func, ast.Attribute))
+                d = defs[module].get(fw.function)
+                if d is None:
+                    continue
+                mine = frozenset(d.positional) | d.keywords
+                for sink in callee.sinks:
+                    parts = substitute(sink.parts, mapping)
+                    if any(isinstance(p, Hole) and _parameter(p.expression) in mine
+                           for p in parts) and not recognizable(parts, sink.kind):
+                        added += _add_sink(index, defs, module, fw.function, Sink(
+                            sink.kind, sink.error_class, sink.severity, tuple(parts),
+                            paths[module]))
+        if not added:
+            break
+    index._index_names()
+    return index
+
+
+def _add_sink(index: HelperIndex, defs: Mapping[str, Mapping[str, _Def]], module: str,
+              function: str, sink: Sink) -> int:
+    d = defs[module][function]
+    helpers = index.helpers.setdefault(module, {})
+    old = helpers.get(function)
+    if old is not None and sink in old.sinks:
+        return 0
+    sinks = (*old.sinks, sink) if old is not None else (sink,)
+    helpers[function] = Helper(d.positional, d.keywords, d.bound, sinks)
+    return 1
 
 
 # --- records ---------------------------------------------------------------------------------
@@ -781,16 +1280,19 @@ def slugify(text: str, limit: int = 48) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].rstrip("-")
 
 
-def extract_module(text: str, path: str, *, version: str) -> Extraction:
-    """Records for one module's source; `path` is inside the package: `sglang/srt/x.py`."""
+def extract_module(text: str, path: str, *, version: str,
+                   helpers: HelperIndex | None = None) -> Extraction:
+    """Records for one module's source; `path` is inside the package: `sglang/srt/x.py`.
+    `helpers` (`index_helpers` of the whole release): each call of a function that raises or
+    logs its argument is a site too, with the message passed."""
     text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark (qwen2_classification.py)
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError):
         return Extraction((), Stats(files=1, files_skipped={"syntax error": 1}))
-    walker = _Walker(tree)
-    walker.visit(tree)
     module = module_name(path)
+    walker = _Walker(tree, _Callees(helpers, module) if helpers is not None else None)
+    walker.visit(tree)
     sites: Counter[str] = Counter()
     with_message: Counter[str] = Counter()
     covered: Counter[str] = Counter()
@@ -828,10 +1330,10 @@ def extract_module(text: str, path: str, *, version: str) -> Extraction:
         pattern = pattern_of(parts, first_line_only=site.kind == "log",
                              anchored=site.kind != "log")
         if not isinstance(check_pattern(pattern), int):
-            skipped[TOO_VAGUE] += 1
+            skipped[PARAMETER if site.from_params else TOO_VAGUE] += 1
             continue
         if max(map(len, analyze(pattern).required_literals), default=0) < MIN_LITERAL_RUN:
-            skipped[MOSTLY_HOLES] += 1
+            skipped[PARAMETER if site.from_params else MOSTLY_HOLES] += 1
             continue
         cls_key = site.error_class or f"logger.{site.severity}"
         rid = record_id(module, cls_key, template)
@@ -866,10 +1368,19 @@ def _documentation(site: Site, path: str, *, frame: bool) -> str:
                 "traceback's frame (raisedIn) tells the site.")
     what = {"raise": f"raises {site.error_class}", "assert": "asserts",
             "log": f"logs at level {site.severity}"}[site.kind]
-    doc = f"{fn} in {where} {what} with this message"
+    if site.via:
+        doc = f"{fn} in {where} passes this message to `{site.via}`, which {what} with it"
+    else:
+        doc = f"{fn} in {where} {what} with this message"
     if cond:
         doc += f": the assertion `{cond}` failed" if site.kind == "assert" else f" when `{cond}`"
-    return doc + "."
+    doc += "."
+    if site.failure == "gave up":
+        doc += " The warning says sglang tried and gave up: what it tried is not in effect."
+    elif site.failure:
+        doc += (f" It is logged where sglang caught an exception (`{site.failure}`) and carried "
+                "on without what failed: the text after the colon is that exception.")
+    return doc
 
 
 def _record(rid: str, site: Site, template: str | None, pattern: str, path: str, module: str,
@@ -899,18 +1410,42 @@ def _record(rid: str, site: Site, template: str | None, pattern: str, path: str,
            if site.condition else {}),
         "documentation": _documentation(site, path, frame=frame is not None),
         "tags": ["sglang", "generated", site.kind, *([FRAME] if frame is not None else []),
+                 *([VIA_HELPER] if site.via else []), *([FAILURE] if site.failure else []),
+                 *(["import-error"] if site.failure.endswith(IMPORTED) else []),
                  *parts[1:-1][:2]],
+        **({"solutions": list(IMPORT_FIX)} if site.failure.endswith(IMPORTED) else {}),
         "sglangVersions": [version],
         "schemaVersion": 2,
     }
 
 
-def extract_files(files: Iterable[tuple[str, str]], *, version: str) -> Extraction:
-    """Records for many modules, `(path inside the package, source text)` each."""
+# What a warning that prints a failed import (`Ignore import error when loading {name}: {e}`)
+# tells the operator to do: the exception's text after the colon says which of these.
+IMPORTED = " (an import)"
+IMPORT_FIX = (
+    ("`No module named 'X'`: install the package that provides module X into the environment "
+     "that runs sglang (`pip install X` when the package has the module's name; `No module "
+     "named 'X.y'` with X installed: X is another version than this release expects)."),
+    ("`cannot import name 'N' from 'M'`: the installed M is not the version this sglang "
+     "release was built against: reinstall the versions it pins (`pip install "
+     "sglang==<release>` resolves them; for sgl-kernel and flashinfer, the versions its "
+     "requirements name)."),
+    ("A shared library that fails to load (`lib….so: cannot open shared object file`, "
+     "`undefined symbol`): install the CUDA/ROCm runtime and the kernel package built for it, "
+     "or use the sglang container image."),
+)
+
+
+def extract_files(files: Iterable[tuple[str, str]], *, version: str,
+                  flow: bool = True) -> Extraction:
+    """Records for many modules, `(path inside the package, source text)` each. `flow`:
+    messages passed to the release's helpers that raise or log them (`index_helpers`) too."""
+    files = list(files)
+    helpers = index_helpers(files) if flow else None
     records: list[dict[str, Any]] = []
     stats = Stats()
     for path, text in files:
-        ex = extract_module(text, path, version=version)
+        ex = extract_module(text, path, version=version, helpers=helpers)
         records.extend(ex.records)
         stats = stats + ex.stats
     records.sort(key=lambda r: (r["filePath"], r["lineNumber"], r["id"]))
@@ -1032,6 +1567,14 @@ def stats_toml(stats: Stats, *, version: str, source: str) -> str:
     lines += table("skipped", stats.skipped)
     lines += table("files_skipped", stats.files_skipped)
     return "\n".join(lines) + "\n"
+
+
+def selected(record: Mapping[str, Any], severities: Iterable[str]) -> bool:
+    """`--severity` (repeated): a record of one of these severities; `failure` selects the
+    warnings that report a failure (tagged `failure`: `_failure_of`)."""
+    chosen = set(severities)
+    return record["severity"] in chosen or (
+        FAILURE in chosen and FAILURE in (record.get("tags") or ()))
 
 
 DEFERRED = "its lines are a curated record's examples (left to that record)"

@@ -226,14 +226,17 @@ def wheel_version(wheel: Path) -> str:
     return parts[1]
 
 
-def extract_wheel(wheel: Path, *, cache_dir: Path | None = None) -> ReleaseExtraction:
+def extract_wheel(wheel: Path, *, cache_dir: Path | None = None,
+                  flow: bool = True) -> ReleaseExtraction:
     """One wheel's records (every severity) and counts; kept in `cache_dir/extracted/` by the
-    wheel's sha256 and the extractor's code, so a rebuild reads instead of parsing again."""
+    wheel's sha256 and the extractor's code, so a rebuild reads instead of parsing again.
+    `flow`: messages passed to helpers too (`extract.extract_files`)."""
     data = wheel.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
     code = code_fingerprint("matcher.catalog.extract", "matcher.catalog.patterns",
                             "matcher.catalog.remedy")
-    cached = (cache_dir / "extracted" / f"{sha[:32]}-{code}.json") if cache_dir else None
+    name = f"{sha[:32]}-{code}{'' if flow else '-noflow'}.json"
+    cached = (cache_dir / "extracted" / name) if cache_dir else None
     if cached is not None and cached.is_file():
         try:
             doc = json.loads(cached.read_text(encoding="utf-8"))
@@ -245,7 +248,7 @@ def extract_wheel(wheel: Path, *, cache_dir: Path | None = None) -> ReleaseExtra
     version = source.version
     if not version:
         raise ReleaseError(f"{wheel}: no version in its METADATA")
-    result = extract.extract_files(source.files, version=version)
+    result = extract.extract_files(source.files, version=version, flow=flow)
     result = extract.Extraction(result.records, result.stats + extract.Stats(
         files_skipped={"tests and benchmarks": source.excluded} if source.excluded else {}))
     if cached is not None:
@@ -261,15 +264,15 @@ def extract_wheel(wheel: Path, *, cache_dir: Path | None = None) -> ReleaseExtra
     return ReleaseExtraction(version, wheel.name, sha, result)
 
 
-def _extract_one(args: tuple[Path, Path | None]) -> ReleaseExtraction:
-    return extract_wheel(args[0], cache_dir=args[1])
+def _extract_one(args: tuple[Path, Path | None, bool]) -> ReleaseExtraction:
+    return extract_wheel(args[0], cache_dir=args[1], flow=args[2])
 
 
 def extract_wheels(wheels: Sequence[Path], *, cache_dir: Path | None = None,
-                   jobs: int | None = None) -> list[ReleaseExtraction]:
+                   jobs: int | None = None, flow: bool = True) -> list[ReleaseExtraction]:
     """Each wheel extracted (in `jobs` processes), in the order given."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(wheels)))
-    work = [(w, cache_dir) for w in wheels]
+    work = [(w, cache_dir, flow) for w in wheels]
     if jobs == 1:
         return [_extract_one(w) for w in work]
     with ProcessPoolExecutor(max_workers=jobs) as pool:

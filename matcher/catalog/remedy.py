@@ -698,7 +698,10 @@ def remediate_all(records: Sequence[dict[str, Any]],
     for record in records:
         versions = record.get("sglangVersions") or []
         newest = parse_range(versions[-1])[1] if versions else None
-        remediate(record, table.at(newest) if table is not None and newest else {})
+        # A release older than the table's oldest has no flags in it (its parser was not read):
+        # the fix in words, never the flags of a later release.
+        known = table is not None and newest and table.holds(newest)
+        remediate(record, table.at(newest) if table is not None and known and newest else {})
         kinds["flags" if record.get("fixActions") else
               "unevaluable" if (record.get("guard") or {}).get("reads") else "words"] += 1
     return kinds

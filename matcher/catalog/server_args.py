@@ -79,6 +79,11 @@ class ServerArgsTable:
         self._specs = specs
         self._at: dict[str, dict[str, ArgSpec]] = {}
 
+    def holds(self, version: str) -> bool:
+        """`version` is not older than the oldest release the table read (a newer one gets
+        the newest's flags: `at`)."""
+        return bool(self.releases) and version_key(version) >= version_key(self.releases[0])
+
     def at(self, version: str) -> Mapping[str, ArgSpec]:
         """The arguments of `version`; a release the table lacks gets the nearest older one's
         (or the oldest), so a record of a newer release than the table still gets flags."""

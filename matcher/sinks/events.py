@@ -41,6 +41,8 @@ def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
     }
     if event.sglang_version is not None:
         d["sglang_version"] = event.sglang_version
+    if event.fixed_in is not None:
+        d["fixed_in"] = event.fixed_in.as_dict()
     if event.consequences:
         d["consequences"] = list(event.consequences)
     if event.remediation is not None:
