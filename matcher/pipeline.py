@@ -495,7 +495,7 @@ def mismatched(events: list[Event]) -> list[Event]:
     for i, e in enumerate(events):
         if e.pattern_id is None or e.error_class.rsplit(".", 1)[-1] not in _MISMATCH_CLASSES:
             continue
-        answer = _mismatch_answer(e.message, e.sglang_version)
+        answer = _mismatch_answer(e.message, e.sglang_version, e.traceback)
         if answer is None:
             continue
         if out is events:
@@ -505,7 +505,7 @@ def mismatched(events: list[Event]) -> list[Event]:
 
 
 @functools.lru_cache(maxsize=256)
-def _mismatch_answer(message: str, sglang_version: str | None) -> Any:
+def _mismatch_answer(message: str, sglang_version: str | None, traceback: str | None) -> Any:
     from matcher.catalog import mismatch
 
-    return mismatch.remedy(message, sglang_version)
+    return mismatch.remedy(message, sglang_version, traceback=traceback)

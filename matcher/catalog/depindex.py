@@ -43,10 +43,7 @@ DEPENDENCIES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sglang-kernel": (("sgl_kernel",), ()),
     "xgrammar": (("xgrammar",), ()),
     "outlines": (("outlines",), ("0.0.46", "0.1.0")),
-    "vllm": (("vllm",), ()),
     "compressed-tensors": (("compressed_tensors",), ("0.9.4", "0.10.2", "0.11.0", "0.12.2")),
-    "llguidance": (("llguidance",), ()),
-    "torchao": (("torchao",), ()),
 }
 # sgl-kernel and sglang-kernel are one package (`sgl_kernel`) under two names: one index.
 INDEX_NAME: Mapping[str, str] = {"sglang-kernel": "sgl-kernel"}
@@ -78,7 +75,8 @@ def sglang_pins(wheel_dir: Path, spec: str = "0.4.0..0.5.23") -> dict[str, dict[
     return out
 
 
-def fetch(distribution: str, version: str, directory: Path) -> Path | None:
+def fetch(distribution: str, version: str, directory: Path, *, sdist_ok: bool = False
+          ) -> Path | None:
     """`pip download --no-deps` a wheel of `distribution==version` (else its sdist)."""
     directory.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[-_.]+", "_", distribution).lower()
@@ -86,7 +84,11 @@ def fetch(distribution: str, version: str, directory: Path) -> Path | None:
         name = p.name.lower()
         if name.startswith(f"{stem}-{version}-") or name == f"{stem}-{version}.tar.gz":
             return p
-    for extra in (["--only-binary", ":all:"], []):
+    # an sdist only where no wheel was ever published and it builds its metadata without
+    # installing a toolchain (flashinfer-python's 0.2–0.4 sdists install torch to do so)
+    for extra in (["--only-binary", ":all:"], [] if sdist_ok else None):
+        if extra is None:
+            break
         run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *extra,
                               f"{distribution}=={version}", "-d", str(directory)],
                              capture_output=True, text=True, timeout=3600, check=False)
@@ -106,20 +108,36 @@ def newest(distribution: str) -> str | None:
     return m.group(1) if m else None
 
 
-def facts_of(archive: Path, packages: Sequence[str], cache: Path,
+def facts_key(name: str, version: str, packages: Sequence[str],
+              imports_from: Sequence[str] = ()) -> str:
+    """The cache file of one release's facts: by distribution and version (a release's files
+    never change on PyPI), what is read of it, and the reading code's format."""
+    what = hashlib.sha256(json.dumps([list(packages), list(imports_from), _code()]).encode()
+                          ).hexdigest()[:12]
+    return f"{normalize_name(name)}-{version}-{what}.json"
+
+
+def normalize_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def kept_facts(kept: Path) -> symbols.Release | None:
+    if not kept.is_file():
+        return None
+    doc = json.loads(kept.read_text(encoding="utf-8"))
+    return symbols.Release(
+        modules={m: frozenset(n) for m, n in doc["modules"].items()},
+        open=frozenset(doc["open"]),
+        functions={(m, q): tuple(p) for m, q, p in doc["functions"]},
+        imports={(m, a): (s, n) for m, a, s, n in doc["imports"]})
+
+
+def facts_of(archive: Path, packages: Sequence[str], kept: Path,
              imports_from: Sequence[str] = ()) -> symbols.Release:
-    """One archive's facts, kept in `cache` by its sha256 (and what is asked of it)."""
-    sha = hashlib.sha256(archive.read_bytes()).hexdigest()[:32]
-    key = hashlib.sha256(json.dumps([sha, list(packages), list(imports_from),
-                                     _code()]).encode()).hexdigest()[:32]
-    kept = cache / f"{key}.json"
-    if kept.is_file():
-        doc = json.loads(kept.read_text(encoding="utf-8"))
-        return symbols.Release(
-            modules={m: frozenset(n) for m, n in doc["modules"].items()},
-            open=frozenset(doc["open"]),
-            functions={(m, q): tuple(p) for m, q, p in doc["functions"]},
-            imports={(m, a): (s, n) for m, a, s, n in doc["imports"]})
+    """One archive's facts, kept in the file `kept` (`facts_key`)."""
+    got = kept_facts(kept)
+    if got is not None:
+        return got
     r = symbols.release_facts(symbols.read_archive(archive), packages=packages,
                               imports_from=imports_from)
     doc = {"archive": archive.name,
@@ -140,22 +158,24 @@ def _code() -> str:
     return FACTS_FORMAT
 
 
-def torch_triton(torch_archives: Mapping[str, Path]) -> dict[str, str]:
-    """torch version → the triton version its wheel requires (Linux x86-64)."""
-    import zipfile
+def requirement_of(distribution: str, version: str, wanted: str) -> str | None:
+    """The exact version of `wanted` that `distribution==version` requires on Linux x86-64,
+    from the release's metadata as pip resolves it (`pip install --dry-run --report`)."""
+    import tempfile
 
-    out = {}
-    for v, archive in torch_archives.items():
-        if not archive.name.endswith(".whl"):
-            continue
-        with zipfile.ZipFile(archive) as z:
-            meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-            text = z.read(meta).decode("utf-8", "replace")
-        spec = pins_mod.server_pins(text).get("triton")
-        exact = pins_mod.exact(spec or "")
-        if exact:
-            out[v] = exact
-    return out
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
+                        "--ignore-installed", "-q", "--report", str(report),
+                        f"{distribution}=={version}"],
+                       capture_output=True, text=True, timeout=1800, check=False)
+        try:
+            doc = json.loads(report.read_text(encoding="utf-8"))
+            requires = doc["install"][0]["metadata"].get("requires_dist") or []
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+    spec = pins_mod.server_pins("".join(f"Requires-Dist: {r}\n" for r in requires)).get(wanted)
+    return pins_mod.exact(spec or "")
 
 
 def admitted(release_pins: Mapping[str, Mapping[str, str]], names: Sequence[str],
@@ -214,13 +234,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if latest:
                     versions.add(latest)
             for v in sort_versions(versions):
+                if dist == "torch":
+                    triton = requirement_of("torch", v, "triton")
+                    if triton:
+                        triton_of_torch[v] = triton
+                kept = facts_dir / facts_key(dist, v, packages)
+                known = kept_facts(kept)
+                if known is not None:
+                    per_version[v] = known
+                    print(f"{dist}=={v}: {len(known.modules)} modules (kept)", file=sys.stderr)
+                    continue
                 archive = fetch(dist, v, dep_dir)
                 if archive is None:
                     print(f"{dist}=={v}: no archive", file=sys.stderr)
                     continue
-                if dist == "torch":
-                    triton_of_torch.update(torch_triton({v: archive}))
-                per_version[v] = facts_of(archive, packages, facts_dir)
+                per_version[v] = facts_of(archive, packages, kept)
                 print(f"{dist}=={v}: {len(per_version[v].modules)} modules", file=sys.stderr)
                 if archive.stat().st_size > args.drop_large << 20:
                     archive.unlink()
@@ -232,7 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         per_release: dict[str, symbols.Release] = {}
         for release in release_pins:
             wheel = sorted(wheel_dir.glob(f"sglang-{release}-*.whl"))[0]
-            per_release[release] = facts_of(wheel, ("sglang",), facts_dir, imports_from=deps)
+            kept = facts_dir / facts_key("sglang", release, ("sglang",), deps)
+            per_release[release] = facts_of(wheel, ("sglang",), kept, imports_from=deps)
         symbols.write_index(args.out / "sglang.txt.gz", symbols.index_lines(per_release))
     return 0
 

@@ -112,7 +112,8 @@ def extract_package(files: Iterable[tuple[str, bytes]], in_scope: Callable[[str]
             continue
         got = extract.extract_module(data.decode("utf-8", "replace"), path, version=version)
         for r in got.records:
-            if "raisedIn" in r or r.get("errorMessage") is None or generic(r["errorMessage"]):
+            if "raisedIn" in r or r.get("errorMessage") is None or generic(r["errorMessage"]) \
+                    or r.get("severity") not in ("error", "critical"):
                 continue
             out.append(r)
     return out
@@ -216,7 +217,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dep-dir", type=Path, default=None)
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSONL",
+                    help="only merge outputs of runs with --only (one record per id)")
     args = ap.parse_args(argv)
+    if args.merge:
+        import json
+
+        merged: dict[str, dict[str, Any]] = {}
+        for part in args.merge:
+            for line in part.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    merged[r["id"]] = r
+        from matcher.atomic import write_atomic
+
+        write_atomic(args.out, "".join(extract.iter_jsonl(merged[k] for k in sorted(merged))))
+        print(f"{len(merged)} records → {args.out}", file=sys.stderr)
+        return 0
     wheel_dir = args.wheel_dir or default_wheel_dir()
     dep_dir = args.dep_dir or wheel_dir.parent / "deps"
     release_pins = sglang_pins(wheel_dir, args.versions)

@@ -151,12 +151,47 @@ class Answer:
         return out
 
 
-def remedy(message: str, sglang_version: str | None = None, *,
+_SGLANG_FRAME = re.compile(r'File "[^"]*?/(sglang/[\w/]+)\.py", line \d+')
+
+
+def importer_releases(traceback: str | None, form: Form, directory: Path | None) -> str | None:
+    """The sglang releases whose module that the traceback's innermost sglang frame shows
+    imports the failing name (`A` lines of sglang's index), as a label `A..B`: a log that
+    failed at start says nothing else about its release."""
+    if not traceback or form.name is None or form.kind not in ("import", "name"):
+        return None
+    frames = _SGLANG_FRAME.findall(traceback)
+    if not frames:
+        return None
+    module = frames[-1].replace("/", ".").removesuffix(".__init__")
+    sglang = _load(directory or index_dir(), "sglang")
+    if sglang is None:
+        return None
+    mask = 0
+    if form.kind == "name":
+        for where, m, _, _ in sglang.imports_of(form.name):
+            if where == module:
+                mask |= m
+    else:
+        for where, m in sglang.importers(form.module or "", form.name):
+            if where == module:
+                mask |= m
+    versions = sglang.versions_of(mask)
+    if not versions:
+        return None
+    return versions[0] if len(versions) == 1 else f"{versions[0]}..{versions[-1]}"
+
+
+def remedy(message: str, sglang_version: str | None = None, *, traceback: str | None = None,
            directory: Path | None = None) -> Answer | None:
-    """What the index says about a mismatch message (None when it says nothing)."""
+    """What the index says about a mismatch message (None when it says nothing).
+    `sglang_version`: the release (or range) the log was written by, when known; else the
+    releases whose importing module the traceback shows are taken."""
     form = parse(message)
     if form is None:
         return None
+    if sglang_version is None:
+        sglang_version = importer_releases(traceback, form, directory)
     if form.kind == "name":
         return _name(form, sglang_version, directory)
     if form.kind == "keyword":
@@ -226,7 +261,8 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
         if pinned_have:
             best = pinned_have[-1]
         installs.append(f"{dist}=={best}")
-        solutions.append(f"Install a {dist} that has {what}: pip install '{dist}=={best}'")
+        solutions.append(f"Install a release of {dist} that has {what}: "
+                         f"pip install '{dist}=={best}'")
         if pinned_by:
             rel = sorted(pinned_by, key=version_key)
             doc += f"; sglang releases whose pins admit such a {dist}: {ranges(rel, rel)}"
@@ -285,8 +321,8 @@ def _module(index: Index, module: str, sglang_version: str | None,
                     f"pip install '{dist}=={fit[-1]}'")
         return Answer(doc + f"; sglang {sglang_version} requires {' or '.join(specs)}.",
                       (solution,), (f"{dist}=={fit[-1]}",))
-    return Answer(doc + ".", (f"Install a {dist} that has it: pip install '{dist}=={have[-1]}'",),
-                  (f"{dist}=={have[-1]}",))
+    solution = f"Install a release of {dist} that has it: pip install '{dist}=={have[-1]}'"
+    return Answer(doc + ".", (solution,), (f"{dist}=={have[-1]}",))
 
 
 def _name(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
@@ -300,9 +336,20 @@ def _name(form: Form, sglang_version: str | None, directory: Path | None) -> Ans
     if not found:
         return None
     running = releases_in(sglang_version, sglang.versions)
-    if running:
-        found = [f for f in found
-                 if any(f[1] >> sglang.versions.index(r) & 1 for r in running)] or found
+    bound = [f for f in found if any(f[1] >> sglang.versions.index(r) & 1 for r in running)]
+    if not bound:
+        # the log's release does not bind the name (or the release is not known): sglang's
+        # own code used a name that release no longer imports — no dependency to pin
+        order = list(sglang.versions)
+        where = "; ".join(
+            f"`from {src} import {name} as {form.name}` in {m} (sglang "
+            f"{ranges(sglang.versions_of(mask), order)})" for m, mask, src, name in found)
+        return Answer(f"`{form.name}` is bound by {where}. "
+                      + ("In sglang " + str(sglang_version) + " it is not: the code using it "
+                         "is sglang's own, left behind when the import went."
+                         if running else "The release that wrote this log is not known."),
+                      (), ())
+    found = bound
     sources = sorted({(src, name) for _, _, src, name in found})
     if len(sources) != 1:
         return None
@@ -351,7 +398,7 @@ def _keyword(form: Form, sglang_version: str | None, directory: Path | None) -> 
                                       for r in releases if r in pins)]
         best = fit[-1] if fit else have[-1]
         answers.append(Answer(doc + ".", (
-            f"Install a {dist} whose `{qual}` takes `{form.name}`"
+            f"Install a release of {dist} whose `{qual}` takes `{form.name}`"
             + (f" (the one sglang {sglang_version} pins)" if fit else "")
             + f": pip install '{dist}=={best}'",), (f"{dist}=={best}",)))
     return answers[0] if len(answers) == 1 else None
@@ -406,8 +453,43 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
                              "each event from the shipped symbol index.",
             "solutions": [],
             "tags": ["dependency", "version-mismatch", kind],
-            "sourcePackage": "*", "sourceVersions": [], "generator": GENERATOR,
+            # the message is Python's own (its import system, its call machinery)
+            "sourcePackage": "cpython", "sourceVersions": ["3.10..3.13"], "generator": GENERATOR,
             "schemaVersion": 2,
             "examples": {"match": match, "noMatch": no_match},
         })
     return out
+
+
+# Real lines each record must match (`catalog test`): where each was seen.
+EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
+    # sglang #23535 (sglang-router 0.3.2 on sglang 0.5.10), as pasted there
+    "import": (["ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'"],
+               []),
+    # torch 2.13.0+cpu from PyPI: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0)
+    "attribute": (["AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"],
+                  []),
+    "keyword": ([], []),
+    "name": ([], []),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import json
+
+    from matcher.atomic import write_atomic
+
+    ap = argparse.ArgumentParser(prog="python -m matcher.catalog.mismatch",
+                                 description="write the generic version-mismatch records")
+    ap.add_argument("-o", "--out", type=Path, default=Path(__file__).resolve().parents[2]
+                    / "patterns" / "sglang" / "generated" / "mismatch.jsonl")
+    args = ap.parse_args(argv)
+    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
+             for r in records(EXAMPLES)]
+    write_atomic(args.out, "".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

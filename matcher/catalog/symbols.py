@@ -184,15 +184,14 @@ def _is_dataclass(node: ast.ClassDef) -> bool:
 
 
 def _class(node: ast.ClassDef, qualname: str, facts: ModuleFacts) -> None:
-    if _is_dataclass(node) and not any(
+    # a dataclass's generated __init__ takes its fields (a base class's fields are not seen
+    # here: only a class without bases is told apart)
+    if _is_dataclass(node) and not node.bases and not any(
             isinstance(st, ast.FunctionDef) and st.name == "__init__" for st in node.body):
-        # the generated __init__ takes the fields (a base class's fields are not seen here:
-        # only a class without bases is told apart)
-        if not node.bases:
-            facts.functions[f"{qualname}.__init__"] = tuple(
-                st.target.id for st in node.body
-                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
-                and "ClassVar" not in ast.unparse(st.annotation))
+        facts.functions[f"{qualname}.__init__"] = tuple(
+            st.target.id for st in node.body
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+            and "ClassVar" not in ast.unparse(st.annotation))
     for st in node.body:
         if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef):
             _function(st, f"{qualname}.{st.name}", facts)
@@ -479,4 +478,13 @@ class Index:
             parts = line.split(" ")
             if parts[2] == alias:
                 out.append((parts[1], int(parts[3], 16), parts[4], parts[5]))
+        return out
+
+    def importers(self, source: str, name: str) -> list[tuple[str, int]]:
+        """(module, mask) of every import of `source`'s `name`, whatever it is bound as."""
+        out = []
+        for line in self._lines("A "):
+            parts = line.split(" ")
+            if parts[4] == source and parts[5] == name:
+                out.append((parts[1], int(parts[3], 16)))
         return out
