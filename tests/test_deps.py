@@ -103,6 +103,38 @@ def test_module_gone_from_outlines_gets_the_outlines_that_has_it() -> None:
     assert "pip install 'outlines==0.0." in answer.solutions[0]
 
 
+def _last_line(name: str) -> str:
+    return (FIXTURES / "torch-2.13.0" / name).read_text().rstrip("\n").rsplit("\n", 1)[-1]
+
+
+def test_a_torch_name_of_the_pinned_release_gets_that_pin() -> None:
+    # printed by torch 2.13.0 (8.log); sglang 0.5.22 pins torch 2.14.1, which has the name
+    line = _last_line("8.log")
+    assert line.startswith("ImportError: cannot import name 'gather_into_tensor'")
+    answer = mismatch.remedy(line, "0.5.22")
+    assert answer is not None
+    assert answer.installs == ("torch==2.14.1",)
+    assert "sglang 0.5.22 requires torch==2.14.1" in answer.documentation
+    # a release that pins 2.13.0 has no torch with it among its pins: the newest that has it
+    older = mismatch.remedy(line, "0.5.18")
+    assert older is not None and older.installs == ("torch==2.14.1",)
+    assert "no release it admits defines" in older.documentation
+
+
+@pytest.mark.parametrize(("name", "callee", "keyword"), [
+    ("6.log", "compile", "dynamic_shapes"),
+    ("7.log", "init_process_group", "enable_reconfigure"),
+])
+def test_an_unexpected_keyword_names_the_torch_that_takes_it(name: str, callee: str,
+                                                            keyword: str) -> None:
+    line = _last_line(name)
+    assert line == f"TypeError: {callee}() got an unexpected keyword argument '{keyword}'"
+    answer = mismatch.remedy(line, "0.5.23")
+    assert answer is not None
+    assert answer.installs == ("torch==2.14.1",)
+    assert f"takes `{keyword}` in torch 2.14.1, not in 2.5.1..2.13.0" in answer.documentation
+
+
 def test_a_cpu_build_is_not_called_a_version_mismatch() -> None:
     # torch 2.13.0+cpu: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0/README):
     # every torch declares _cuda_setDevice; a CPU build lacks it — no pin to give

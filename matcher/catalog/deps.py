@@ -41,19 +41,38 @@ DEFAULT_OUT = (Path(__file__).resolve().parents[2] / "patterns" / "sglang" / "ge
                / "deps.jsonl")
 
 
-def _under(*prefixes: str) -> Callable[[str], bool]:
-    return lambda path: path.startswith(prefixes)
+def _under(*prefixes: str, but: tuple[str, ...] = ()) -> Callable[[str], bool]:
+    def inside(path: str) -> bool:
+        return path.startswith(prefixes) and not any(part in path for part in but)
+
+    return inside
 
 
-# distribution → (which of its files are read, how many older pinned versions besides the newest)
+def _top_files(*packages: str) -> Callable[[str], bool]:
+    """The modules directly in these packages, not their subpackages."""
+    return lambda path: any(path.startswith(p) and "/" not in path[len(p):] for p in packages)
+
+
+def _either(*scopes: Callable[[str], bool]) -> Callable[[str], bool]:
+    return lambda path: any(s(path) for s in scopes)
+
+
+# distribution → (which of its files are read, how many older pinned versions besides the newest).
+# flashinfer: its API modules and the packages sglang calls (JIT builds, allreduce, MLA, fused
+# MoE, GEMM, norm), not what lies under them (vendored cutlass and cccl, kernels written in a
+# Python DSL, experimental packages: 6,000 more sites in 0.7.2). Left out of torch: its training-side
+# torch.distributed subpackages (FSDP, DTensor, pipelining, checkpointing, RPC), which an
+# inference server does not run; torch._dynamo's per-type `variables/` raise graph breaks, not failures.
 SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
-    "flashinfer-python": (_under("flashinfer/"), 3),
+    "flashinfer-python": (_top_files(
+        "flashinfer/", "flashinfer/jit/", "flashinfer/comm/", "flashinfer/mla/",
+        "flashinfer/fused_moe/", "flashinfer/gemm/", "flashinfer/norm/"), 1),
     "xgrammar": (_under("xgrammar/"), 3),
     "outlines": (_under("outlines/"), 2),
     "sglang-kernel": (_under("sgl_kernel/"), 2),
     "compressed-tensors": (_under("compressed_tensors/"), 1),
     "tokenizers": (_under("tokenizers/"), 1),
-    "triton": (_under("triton/"), 2),
+    "triton": (_under("triton/", but=("/backends/", "/experimental/", "/tools/")), 2),
     "transformers": (_under(
         "transformers/modeling_utils.py", "transformers/configuration_utils.py",
         "transformers/tokenization_", "transformers/models/auto/",
@@ -61,8 +80,9 @@ SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
         "transformers/processing_utils.py", "transformers/feature_extraction_utils.py",
         "transformers/image_processing_utils", "transformers/generation/configuration_utils.py",
         "transformers/convert_slow_tokenizer.py"), 3),
-    "torch": (_under("torch/cuda/", "torch/distributed/", "torch/_dynamo/",
-                     "torch/nn/modules/"), 2),
+    "torch": (_either(_under("torch/cuda/", "torch/nn/modules/"),
+                      _top_files("torch/_dynamo/", "torch/distributed/"),
+                      _under("torch/distributed/_symmetric_memory/")), 2),
 }
 
 # Python's own messages: a dependency raising one of these says nothing its traceback does not
@@ -216,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--wheel-dir", type=Path, default=None)
     ap.add_argument("--dep-dir", type=Path, default=None)
     ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--index-dir", type=Path, default=DEFAULT_INDEX,
+                    help="the symbol index (`depindex`), for triton's versions")
     ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSONL",
                     help="only merge outputs of runs with --only (one record per id)")
@@ -237,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wheel_dir = args.wheel_dir or default_wheel_dir()
     dep_dir = args.dep_dir or wheel_dir.parent / "deps"
     release_pins = sglang_pins(wheel_dir, args.versions)
-    records = build(release_pins, dep_dir, args.only,
+    records = build(release_pins, dep_dir, args.only, index_dir=args.index_dir,
                     log=lambda s: print(s, file=sys.stderr))
     text = "".join(extract.iter_jsonl(records))
     from matcher.atomic import write_atomic

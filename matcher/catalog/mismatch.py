@@ -126,6 +126,17 @@ def releases_in(label: str | None, known: Iterable[str]) -> list[str]:
     return sorted(out, key=version_key)
 
 
+def filled(mask: int) -> int:
+    """A name's releases with the gaps between its first and last filled: a release between
+    two that define it is taken to define it too. Lazy packages export names the reader cannot
+    see (transformers 4.52.3 lists no `qwen3` in `models/__init__.py`: its `_LazyModule` finds
+    `Qwen3ForCausalLM` by scanning the files), and a name is seldom removed and then restored."""
+    if mask == 0:
+        return 0
+    low = mask & -mask
+    return ((1 << mask.bit_length()) - 1) & ~(low - 1)
+
+
 # --- the answer --------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +227,7 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
             directory: Path | None, *, via: str = "") -> Answer | None:
     order = list(index.versions)
     everyone = (1 << len(order)) - 1
-    has = index.name(module, name)
+    has = filled(index.name(module, name))
     module_mask, is_open = index.module(module)
     dist = index.distribution
     what = f"`{module}.{name}`" if not via else f"`{name}` ({via})"
@@ -464,12 +475,17 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
 # Real lines each record must match (`catalog test`): where each was seen.
 EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     # sglang #23535 (sglang-router 0.3.2 on sglang 0.5.10), as pasted there
-    "import": (["ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'"],
+    # and torch 2.13.0+cpu: `from torch.distributed import gather_into_tensor` (2.14.1's)
+    "import": (["ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'",
+                ("ImportError: cannot import name 'gather_into_tensor' from 'torch.distributed' "
+                "(/tmp/tvenv/lib/python3.11/site-packages/torch/distributed/__init__.py)")],
                []),
     # torch 2.13.0+cpu from PyPI: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0)
     "attribute": (["AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"],
                   []),
-    "keyword": ([], []),
+    # torch 2.13.0+cpu: `init_process_group('gloo', enable_reconfigure=True)` (2.14.1's)
+    "keyword": ([("TypeError: init_process_group() got an unexpected keyword argument "
+                 "'enable_reconfigure'")], []),
     "name": ([], []),
 }
 
