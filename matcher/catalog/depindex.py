@@ -51,7 +51,7 @@ NO_LATEST = frozenset({"vllm", "sgl-kernel"})  # the newest is not one sglang ev
 # Distributions whose every pinned release would cost too much to read (transformers: 2,000
 # modules a release; sgl-kernel: a 500 MB wheel): at most this many, spread over the pinned
 # ones, the newest always among them.
-THINNED: Mapping[str, int] = {"transformers": 9, "sgl-kernel": 12, "sglang-kernel": 6}
+THINNED: Mapping[str, int] = {"transformers": 9, "sgl-kernel": 6, "sglang-kernel": 4}
 
 
 def thin(versions: Sequence[str], keep: int) -> list[str]:

@@ -58,15 +58,18 @@ def _either(*scopes: Callable[[str], bool]) -> Callable[[str], bool]:
 
 
 # distribution → (which of its files are read, how many older pinned versions besides the newest).
-# flashinfer: its API modules and the packages sglang calls (JIT builds, allreduce, MLA, fused
-# MoE, GEMM, norm), not what lies under them (vendored cutlass and cccl, kernels written in a
-# Python DSL, experimental packages: 6,000 more sites in 0.7.2). Left out of torch: its training-side
-# torch.distributed subpackages (FSDP, DTensor, pipelining, checkpointing, RPC), which an
-# inference server does not run; torch._dynamo's per-type `variables/` raise graph breaks, not failures.
+# flashinfer: the modules sglang calls for attention, sampling, norm, rope, quantization, its
+# JIT builds and allreduce — not the rest (vendored cutlass and cccl, kernels written in a
+# Python DSL, MoE/GEMM/MLA backends, experimental packages: 7,000 more sites in 0.7.x), and its
+# newest pinned release only. Left out of torch: its training-side torch.distributed
+# subpackages (FSDP, DTensor, pipelining, checkpointing, RPC), which an inference server does
+# not run; torch._dynamo's per-type `variables/` raise graph breaks, not failures.
 SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
-    "flashinfer-python": (_top_files(
-        "flashinfer/", "flashinfer/jit/", "flashinfer/comm/", "flashinfer/mla/",
-        "flashinfer/fused_moe/", "flashinfer/gemm/", "flashinfer/norm/"), 1),
+    "flashinfer-python": (_either(
+        _under(*(f"flashinfer/{m}.py" for m in (
+            "__init__", "prefill", "decode", "sampling", "activation", "rope", "cascade", "page",
+            "utils", "quantization", "fp4_quantization", "fp8_quantization", "topk"))),
+        _top_files("flashinfer/jit/", "flashinfer/comm/", "flashinfer/norm/")), 0),
     "xgrammar": (_under("xgrammar/"), 3),
     "outlines": (_under("outlines/"), 2),
     "sglang-kernel": (_under("sgl_kernel/"), 2),
