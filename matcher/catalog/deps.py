@@ -91,7 +91,7 @@ SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
 # Python's own messages: a dependency raising one of these says nothing its traceback does not
 # (and the same text comes from anywhere); such templates make no message record.
 _GENERIC = re.compile(
-    r"^(?:\{[^{}]*\}|'\{[^{}]*\}'|\s)*(?:"
+    r"^(?:['\"]?\{[^{}]*\}['\"]?|\s)*(?:"
     r"list index out of range|tuple index out of range|string index out of range"
     r"|object has no attribute|has no attribute"
     r"|is not defined|got an unexpected keyword argument|missing \d* ?required"
@@ -107,7 +107,7 @@ def generic(template: str) -> bool:
     """A template that is one of Python's own messages, or nothing but holes and a few
     characters of text (`{x} != {y}`)."""
     text = template.strip("'\"")
-    if _GENERIC.match(text):
+    if _GENERIC.match(template) or _GENERIC.match(text):
         return True
     literal = _HOLES.sub("", text)
     return len(re.sub(r"\W+", "", literal)) < 8
