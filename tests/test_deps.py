@@ -87,10 +87,10 @@ def test_sglang_api_moved_says_which_sglang_has_it() -> None:
     line = "ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'"
     answer = mismatch.remedy(line, "0.5.10")
     assert answer is not None
-    assert "sglang.srt.utils.is_port_available" in answer.documentation
-    assert answer.installs and answer.installs[0].startswith("sglang>=")
-    assert answer.installs[0].endswith("<=0.5.9")
-    assert "pip install 'sglang>=" in answer.solutions[0]
+    # sglang 0.5.10..0.5.19 lack the re-export; 0.5.20 restored it
+    assert "sglang 0.4.0..0.5.9, 0.5.20..0.5.23" in answer.documentation
+    assert answer.installs == ("sglang>=0.5.20", "sglang==0.5.9")
+    assert "pip install 'sglang>=0.5.20'" in answer.solutions[0]
 
 
 def test_module_gone_from_outlines_gets_the_outlines_that_has_it() -> None:
@@ -152,9 +152,8 @@ def test_a_scan_event_carries_the_pip_install() -> None:
     scanned = scan_events([str(FIXTURES / "sglang-23535.log")], catalog, sglang_version="0.5.10")
     [event] = [e for e in scanned.events if e.get("error_class") == "ImportError"]
     rem = event["remediation"]
-    assert rem["fix_actions"][0][0] == {"op": "install", "value": rem["fix_actions"][0][0]["value"]}
-    assert rem["fix_actions"][0][0]["value"].startswith("sglang>=")
-    assert "pip install 'sglang>=" in rem["solutions"][0]
+    assert rem["fix_actions"][0] == [{"op": "install", "value": "sglang>=0.5.20"}]
+    assert "pip install 'sglang>=0.5.20'" in rem["solutions"][0]
 
 
 def test_generic_records_match_their_real_lines() -> None:

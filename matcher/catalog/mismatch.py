@@ -126,6 +126,11 @@ def releases_in(label: str | None, known: Iterable[str]) -> list[str]:
     return sorted(out, key=version_key)
 
 
+# Packages whose namespaces a lazy loader fills from files the reader does not follow, read
+# at a few of their releases: a name missing between two that have it is taken as there.
+LAZY = frozenset({"transformers"})
+
+
 def filled(mask: int) -> int:
     """A name's releases with the gaps between its first and last filled: a release between
     two that define it is taken to define it too. Lazy packages export names the reader cannot
@@ -227,7 +232,9 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
             directory: Path | None, *, via: str = "") -> Answer | None:
     order = list(index.versions)
     everyone = (1 << len(order)) - 1
-    has = filled(index.name(module, name))
+    has = index.name(module, name)
+    if index.distribution in LAZY:
+        has = filled(has)
     module_mask, is_open = index.module(module)
     dist = index.distribution
     what = f"`{module}.{name}`" if not via else f"`{name}` ({via})"
@@ -283,20 +290,34 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
 def _sglang_api(doc: str, have: Sequence[str], order: Sequence[str],
                 sglang_version: str | None) -> Answer:
     """sglang's own API, used by another project or by a mismatched install: which releases
-    have it, and the `pip install` of one."""
-    first, last = have[0], have[-1]
+    have it, and the `pip install` of one — the nearest newer release when the log's release
+    is known (else the newest run of releases that have it)."""
     running = releases_in(sglang_version, order)
-    if last == order[-1]:
-        req = f"sglang>={first}"
-        says = f"upgrade sglang to {first} or later"
-    else:
-        req = f"sglang>={first},<={last}"
-        says = f"install an sglang from {first} to {last} (it was removed after {last})"
-    if running and all(version_key(r) < version_key(first) for r in running):
-        says = f"upgrade sglang to {first} or later"
-        req = f"sglang>={first}" if last == order[-1] else req
-    solution = f"The caller was written for another sglang: {says}: pip install '{req}'"
-    return Answer(doc + ".", (solution,), (req,))
+    keyed = {v: version_key(v) for v in order}
+    solutions: list[str] = []
+    installs: list[str] = []
+    if running and not set(running) & set(have):
+        top, bottom = max(keyed[r] for r in running), min(keyed[r] for r in running)
+        later = [v for v in have if keyed[v] > top]
+        earlier = [v for v in have if keyed[v] < bottom]
+        if later:
+            installs.append(f"sglang>={later[0]}")
+            solutions.append(f"The caller was written for another sglang: upgrade sglang to "
+                             f"{later[0]} or later: pip install 'sglang>={later[0]}'")
+        if earlier:
+            installs.append(f"sglang=={earlier[-1]}")
+            solutions.append(f"Or install the last sglang before it that has it: "
+                             f"pip install 'sglang=={earlier[-1]}'")
+    if not installs:
+        runs = ranges(have, order).split(", ")
+        last = runs[-1]
+        first, _, end = last.partition("..")
+        end = end or first
+        req = f"sglang>={first}" if end == order[-1] else f"sglang>={first},<={end}"
+        installs.append(req)
+        solutions.append(f"The caller was written for another sglang: install one that has it: "
+                         f"pip install '{req}'")
+    return Answer(doc + ".", tuple(solutions), tuple(installs))
 
 
 def _module(index: Index, module: str, sglang_version: str | None,
