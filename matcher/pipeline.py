@@ -386,7 +386,7 @@ class Pipeline:
             expected = framer.ranks_seen if framer is not None else ()
             match = self._pick(record, matches)
             events.extend(self.aggregator.add(record, match, now, expected))
-        return mismatched(self._versioned(events))
+        return self._versioned(events)
 
     def _pick(self, record: Record, matches: list[Match]) -> Match | None:
         """Of `matches` (as `matches` ranks them), the most specific — under "auto", the most
@@ -423,7 +423,11 @@ class Pipeline:
 
     def _versioned(self, events: list[Event]) -> list[Event]:
         """Events carry the release that wrote them when it is known, and their source link
-        points into that release (the newest of a range)."""
+        points into that release (the newest of a range); a dependency at the wrong version
+        gets the `pip install` for that release (`mismatched`)."""
+        return mismatched(self._labelled(events))
+
+    def _labelled(self, events: list[Event]) -> list[Event]:
         if self.sglang_version in release.UNNAMED:
             return events
         out = []
