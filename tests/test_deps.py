@@ -214,3 +214,18 @@ def _holds(ranges: list[str], version: str) -> bool:
     from matcher.catalog.versions import in_ranges
 
     return in_ranges(version, ranges)
+
+
+def test_a_circular_import_is_told_apart_and_gets_its_own_fix() -> None:
+    # https://github.com/sgl-project/sglang/issues/384 (train), its first line
+    line = (FIXTURES.parent / "field" / "sglang-a" / "384-circular-import-function.log"
+            ).read_text().splitlines()[0].rstrip()
+    assert mismatch.parse(line) is None  # no version to pin
+    records = load_paths([GENERATED / "mismatch.jsonl"], "generated").records
+    [circular] = [r for r in records if r.tags[-1] == "circular"]
+    import regex
+
+    assert regex.search(circular.message_pattern, line.split(": ", 1)[1])
+    assert any("Rename the script" in s for s in circular.solutions)
+    [plain] = [r for r in records if r.tags[-1] == "import"]
+    assert not regex.search(plain.message_pattern, line.split(": ", 1)[1])

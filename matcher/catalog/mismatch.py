@@ -446,6 +446,19 @@ _DOC = {
                "the callee does not take.",
     "name": "A name sglang binds through a guarded import (`try: from P import X as N`) was "
             "never bound: the import failed quietly at start.",
+    "circular": "Python found the package half-imported: a module imported it while the "
+                "package itself was still being imported. Not a version mismatch — almost "
+                "always a file of the package's name (a script `sglang.py`, a directory "
+                "`sglang/`) in the working directory or on PYTHONPATH, which Python imports "
+                "instead of the installed package.",
+}
+_SOLUTIONS = {
+    "circular": [
+        ("Rename the script or directory named like the package (e.g. your `sglang.py`), delete "
+        "its `__pycache__`, and run from another directory"),
+        ("Check which file is imported: python -c 'import sglang; print(sglang.__file__)' — it "
+        "must be inside site-packages"),
+    ],
 }
 _PATTERNS = {
     "import": r"^\s*cannot import name '(?P<name>[\w.]+)' from '(?P<module>[\w.]+)'",
@@ -453,15 +466,19 @@ _PATTERNS = {
     "keyword": r"^\s*(?P<callee>[\w.<>]+)\(\) got an unexpected keyword argument "
                r"'(?P<name>\w+)'",
     "name": r"^\s*name '(?P<name>sgl_\w+|\w+_kernel\w*)' is not defined",
+    "circular": r"^\s*cannot import name '(?P<name>[\w.]+)' from partially initialized module "
+                r"'(?P<module>[\w.]+)'",
 }
 _TEMPLATE = {
     "import": "cannot import name '{name}' from '{module}'",
     "attribute": "module '{module}' has no attribute '{name}'",
     "keyword": "{callee}() got an unexpected keyword argument '{name}'",
     "name": "name '{name}' is not defined",
+    "circular": "cannot import name '{name}' from partially initialized module '{module}' "
+                "(most likely due to a circular import)",
 }
 _CLASS = {"import": "ImportError", "attribute": "AttributeError", "keyword": "TypeError",
-          "name": "NameError"}
+          "name": "NameError", "circular": "ImportError"}
 
 
 def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
@@ -471,7 +488,7 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
     import hashlib
 
     out = []
-    for kind in ("import", "attribute", "keyword", "name"):
+    for kind in ("import", "attribute", "keyword", "name", "circular"):
         slug = f"dependency-version-mismatch-{kind}"
         rid = hashlib.sha256(f"sglang-matcher/generated/{GENERATOR}\n{kind}".encode()
                              ).hexdigest()[:16]
@@ -480,10 +497,12 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
             "id": rid, "slug": slug, "errorMessage": _TEMPLATE[kind],
             "messagePattern": _PATTERNS[kind], "errorType": "dependency",
             "errorClass": _CLASS[kind], "severity": "error",
-            "documentation": _DOC[kind] + " Which releases of the package have it, and the "
-                             "version the sglang release in the log pins, are computed for "
-                             "each event from the shipped symbol index.",
-            "solutions": [],
+            "documentation": _DOC[kind] + ("" if kind == "circular" else
+                                           " Which releases of the package have it, and the "
+                                           "version the sglang release in the log pins, are "
+                                           "computed for each event from the shipped symbol "
+                                           "index."),
+            "solutions": _SOLUTIONS.get(kind, []),
             "tags": ["dependency", "version-mismatch", kind],
             # the message is Python's own (its import system, its call machinery)
             "sourcePackage": "cpython", "sourceVersions": ["3.10..3.13"], "generator": GENERATOR,
@@ -508,6 +527,9 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "keyword": ([("TypeError: init_process_group() got an unexpected keyword argument "
                  "'enable_reconfigure'")], []),
     "name": ([], []),
+    # sglang #384 (train): a user's script importing sglang under a shadowing name
+    "circular": ([("ImportError: cannot import name 'function' from partially initialized module "
+                  "'sglang' (most likely due to a circular import)")], []),
 }
 
 
