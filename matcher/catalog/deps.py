@@ -232,6 +232,19 @@ def _triton_versions(index_dir: Path) -> list[str]:
     return versions[:-1]
 
 
+def _deferred(records: list[dict[str, Any]], curated: Path | None) -> list[dict[str, Any]]:
+    """Without the records that would take a curated record's own examples: a curated family
+    record (transformers' missing-file OSError, triton's fp8 type) says what to do, and a
+    dependency's site, more literal, would win its lines with no fix."""
+    if curated is None:
+        return records
+    from matcher.catalog.load import load_paths
+
+    kept, dropped = extract.defer_to(records, load_paths([curated], "curated").records)
+    print(f"{len(dropped)} records left to curated ones", file=sys.stderr)
+    return list(kept)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m matcher.catalog.deps", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -242,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--index-dir", type=Path, default=DEFAULT_INDEX,
                     help="the symbol index (`depindex`), for triton's versions")
     ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--curated", type=Path, default=None, metavar="DIR",
+                    help="leave out the records that would take a curated record's example "
+                         "lines (`extract.defer_to`), as `catalog extract --curated` does")
     ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSONL",
                     help="only merge outputs of runs with --only (one record per id)")
     args = ap.parse_args(argv)
@@ -256,14 +272,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     merged[r["id"]] = r
         from matcher.atomic import write_atomic
 
-        write_atomic(args.out, "".join(extract.iter_jsonl(merged[k] for k in sorted(merged))))
-        print(f"{len(merged)} records → {args.out}", file=sys.stderr)
+        kept = _deferred([merged[k] for k in sorted(merged)], args.curated)
+        write_atomic(args.out, "".join(extract.iter_jsonl(kept)))
+        print(f"{len(kept)} records → {args.out}", file=sys.stderr)
         return 0
     wheel_dir = args.wheel_dir or default_wheel_dir()
     dep_dir = args.dep_dir or wheel_dir.parent / "deps"
     release_pins = sglang_pins(wheel_dir, args.versions)
-    records = build(release_pins, dep_dir, args.only, index_dir=args.index_dir,
-                    log=lambda s: print(s, file=sys.stderr))
+    records = _deferred(build(release_pins, dep_dir, args.only, index_dir=args.index_dir,
+                              log=lambda s: print(s, file=sys.stderr)), args.curated)
     text = "".join(extract.iter_jsonl(records))
     from matcher.atomic import write_atomic
 
