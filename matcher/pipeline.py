@@ -23,6 +23,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from matcher import release
 from matcher.aggregate import DEFAULT_RANK_GRACE, DEFAULT_WINDOW, Aggregator
@@ -422,7 +423,11 @@ class Pipeline:
 
     def _versioned(self, events: list[Event]) -> list[Event]:
         """Events carry the release that wrote them when it is known, and their source link
-        points into that release (the newest of a range)."""
+        points into that release (the newest of a range); a dependency at the wrong version
+        gets the `pip install` for that release (`mismatched`)."""
+        return mismatched(self._labelled(events))
+
+    def _labelled(self, events: list[Event]) -> list[Event]:
         if self.sglang_version in release.UNNAMED:
             return events
         out = []
@@ -491,3 +496,31 @@ class Pipeline:
             f = self._framers[source] = Framer(flush_after=self.flush_after,
                                                redactor=self.redactor)
         return f
+
+
+_MISMATCH_CLASSES = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError",
+                               "NameError"})
+
+
+def mismatched(events: list[Event]) -> list[Event]:
+    """Events of a dependency at the wrong version (`cannot import name 'X' from 'P.mod'` …)
+    get the `pip install` that fixes it, computed for their message and sglang release from the
+    shipped symbol index (`matcher.catalog.mismatch`), ahead of the record's own solutions."""
+    out = events
+    for i, e in enumerate(events):
+        if e.pattern_id is None or e.error_class.rsplit(".", 1)[-1] not in _MISMATCH_CLASSES:
+            continue
+        answer = _mismatch_answer(e.message, e.sglang_version, e.traceback)
+        if answer is None:
+            continue
+        if out is events:
+            out = list(events)
+        out[i] = dataclasses.replace(e, remediation=answer.remediation(e.remediation))
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _mismatch_answer(message: str, sglang_version: str | None, traceback: str | None) -> Any:
+    from matcher.catalog import mismatch
+
+    return mismatch.remedy(message, sglang_version, traceback=traceback)

@@ -1,0 +1,270 @@
+"""Build the dependency symbol index: `python -m matcher.catalog.depindex`.
+
+1. The pins of every sglang release (its wheel's `Requires-Dist`, `pins.server_pins`), from the
+   wheels `catalog extract` keeps (`releases.default_wheel_dir()`; fetched when missing).
+2. For each dependency in `DEPENDENCIES`, the versions some release's specifier names, plus the
+   newest on PyPI (`pip download --no-deps`, a wheel, else the sdist: flashinfer-python's 0.2
+   releases have no wheel there), each read with `symbols.release_facts` and kept in the cache
+   as JSON by the archive's sha256, so the archive itself may go (`--drop-large`).
+3. One index file per distribution, `patterns/sglang/generated/symbols/<dist>.txt.gz`, with the
+   sglang releases' specifiers (`P` lines) and, for sglang's own index (its 92 releases), the
+   imports of dependencies' names (`A` lines, for `NameError: name 'sgl_…' is not defined`).
+
+The daemon reads an index only when an event needs it (`matcher.catalog.mismatch`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from matcher.atomic import write_atomic
+from matcher.catalog import pins as pins_mod
+from matcher.catalog import symbols
+from matcher.catalog.releases import default_wheel_dir, download, list_releases
+from matcher.catalog.versions import sort_versions, version_key
+
+# distribution → (its top-level import names, extra versions to read besides the pinned ones).
+# `triton` is not pinned by sglang but by torch: its versions are those the pinned torch
+# releases require. Distributions renamed over time share an index (`INDEX_NAME`).
+DEPENDENCIES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "torch": (("torch",), ()),
+    "triton": (("triton",), ()),
+    "transformers": (("transformers",), ()),
+    "tokenizers": (("tokenizers",), ("0.21.1",)),
+    "flashinfer-python": (("flashinfer",), ()),
+    "sgl-kernel": (("sgl_kernel",), ()),
+    "sglang-kernel": (("sgl_kernel",), ()),
+    "xgrammar": (("xgrammar",), ()),
+    "outlines": (("outlines",), ("0.0.46", "0.1.0")),
+    "compressed-tensors": (("compressed_tensors",), ("0.9.4", "0.10.2", "0.11.0", "0.12.2")),
+}
+# sgl-kernel and sglang-kernel are one package (`sgl_kernel`) under two names: one index.
+INDEX_NAME: Mapping[str, str] = {"sglang-kernel": "sgl-kernel"}
+NO_LATEST = frozenset({"vllm", "sgl-kernel"})  # the newest is not one sglang ever ran with
+# Distributions whose every pinned release would cost too much to read (transformers: 2,000
+# modules a release; sgl-kernel: a 500 MB wheel): at most this many, spread over the pinned
+# ones, the newest always among them.
+THINNED: Mapping[str, int] = {"transformers": 9, "sgl-kernel": 6, "sglang-kernel": 4}
+
+
+def thin(versions: Sequence[str], keep: int) -> list[str]:
+    """`keep` of `versions` (sorted), evenly spread, first and last always kept."""
+    order = sort_versions(set(versions))
+    if len(order) <= keep or keep < 2:
+        return order
+    step = (len(order) - 1) / (keep - 1)
+    return sort_versions({order[round(i * step)] for i in range(keep)})
+
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "patterns" / "sglang" / "generated" / "symbols"
+
+
+def sglang_pins(wheel_dir: Path, spec: str = "0.4.0..0.5.23") -> dict[str, dict[str, str]]:
+    """release → {distribution: specifier} for every final/.postN release in `spec`."""
+    out: dict[str, dict[str, str]] = {}
+    for v in list_releases(spec).wanted:
+        found = sorted(wheel_dir.glob(f"sglang-{v}-*.whl")) or [download(v, wheel_dir)]
+        version, pins = pins_mod.read_wheel_pins(found[0])
+        out[version or v] = pins
+    return out
+
+
+def fetch(distribution: str, version: str, directory: Path, *, sdist_ok: bool = False
+          ) -> Path | None:
+    """`pip download --no-deps` a wheel of `distribution==version` (else its sdist)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[-_.]+", "_", distribution).lower()
+    for p in directory.iterdir():
+        name = p.name.lower()
+        if name.startswith(f"{stem}-{version}-") or name == f"{stem}-{version}.tar.gz":
+            return p
+    # an sdist only where no wheel was ever published and it builds its metadata without
+    # installing a toolchain (flashinfer-python's 0.2–0.4 sdists install torch to do so)
+    for extra in (["--only-binary", ":all:"], [] if sdist_ok else None):
+        if extra is None:
+            break
+        run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *extra,
+                              f"{distribution}=={version}", "-d", str(directory)],
+                             capture_output=True, text=True, timeout=3600, check=False)
+        saved = re.findall(r"Saved (\S+)", run.stdout)
+        if saved and Path(saved[-1]).is_file():
+            return Path(saved[-1])
+        m = re.search(r"File was already downloaded (\S+)", run.stdout)
+        if m and Path(m.group(1)).is_file():
+            return Path(m.group(1))
+    return None
+
+
+def newest(distribution: str) -> str | None:
+    run = subprocess.run([sys.executable, "-m", "pip", "index", "versions", distribution],
+                         capture_output=True, text=True, timeout=300, check=False)
+    m = re.search(r"^\S+ \(([^)]+)\)", run.stdout, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def facts_key(name: str, version: str, packages: Sequence[str],
+              imports_from: Sequence[str] = ()) -> str:
+    """The cache file of one release's facts: by distribution and version (a release's files
+    never change on PyPI), what is read of it, and the reading code's format."""
+    what = hashlib.sha256(json.dumps([list(packages), list(imports_from), _code()]).encode()
+                          ).hexdigest()[:12]
+    return f"{normalize_name(name)}-{version}-{what}.json"
+
+
+def normalize_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def kept_facts(kept: Path) -> symbols.Release | None:
+    if not kept.is_file():
+        return None
+    doc = json.loads(kept.read_text(encoding="utf-8"))
+    return symbols.Release(
+        modules={m: frozenset(n) for m, n in doc["modules"].items()},
+        open=frozenset(doc["open"]),
+        functions={(m, q): tuple(p) for m, q, p in doc["functions"]},
+        imports={(m, a): (s, n) for m, a, s, n in doc["imports"]})
+
+
+def facts_of(archive: Path, packages: Sequence[str], kept: Path,
+             imports_from: Sequence[str] = ()) -> symbols.Release:
+    """One archive's facts, kept in the file `kept` (`facts_key`)."""
+    got = kept_facts(kept)
+    if got is not None:
+        return got
+    r = symbols.release_facts(symbols.read_archive(archive), packages=packages,
+                              imports_from=imports_from)
+    doc = {"archive": archive.name,
+           "modules": {m: sorted(n) for m, n in sorted(r.modules.items())},
+           "open": sorted(r.open),
+           "functions": [[m, q, list(p)] for (m, q), p in sorted(r.functions.items())],
+           "imports": [[m, a, s, n] for (m, a), (s, n) in sorted(r.imports.items())]}
+    write_atomic(kept, json.dumps(doc, separators=(",", ":")))
+    return r
+
+
+# What `symbols.release_facts` reads of an archive: change it when that changes, and the facts
+# kept in the cache are read again.
+FACTS_FORMAT = "b8a083cb9af5629c"
+
+
+def _code() -> str:
+    return FACTS_FORMAT
+
+
+def requirement_of(distribution: str, version: str, wanted: str) -> str | None:
+    """The exact version of `wanted` that `distribution==version` requires on Linux x86-64,
+    from the release's metadata as pip resolves it (`pip install --dry-run --report`)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
+                        "--ignore-installed", "-q", "--report", str(report),
+                        f"{distribution}=={version}"],
+                       capture_output=True, text=True, timeout=1800, check=False)
+        try:
+            doc = json.loads(report.read_text(encoding="utf-8"))
+            requires = doc["install"][0]["metadata"].get("requires_dist") or []
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+    spec = pins_mod.server_pins("".join(f"Requires-Dist: {r}\n" for r in requires)).get(wanted)
+    return pins_mod.exact(spec or "")
+
+
+def admitted(release_pins: Mapping[str, Mapping[str, str]], names: Sequence[str],
+             versions: Sequence[str]) -> tuple[dict[str, str], dict[str, int]]:
+    """For one index (its distribution names): each sglang release's specifier, and the mask of
+    the indexed `versions` it admits."""
+    order = sorted(versions, key=version_key)
+    specs: dict[str, str] = {}
+    masks: dict[str, int] = {}
+    for release, pins in release_pins.items():
+        for name in names:
+            if name in pins:
+                spec = pins[name]
+                specs[release] = f"{name}{spec}" if spec else name
+                masks[release] = sum(1 << i for i, v in enumerate(order)
+                                     if not spec or pins_mod.admits(spec, v))
+    return specs, masks
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m matcher.catalog.depindex", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--versions", default="0.4.0..0.5.23", help="sglang releases (A..B)")
+    ap.add_argument("--wheel-dir", type=Path, default=None,
+                    help="sglang's wheels (default: catalog extract's cache)")
+    ap.add_argument("--dep-dir", type=Path, default=None,
+                    help="where dependencies' archives go (default: <cache>/deps)")
+    ap.add_argument("--only", action="append", default=[], help="only this distribution")
+    ap.add_argument("--drop-large", type=int, default=100, metavar="MB",
+                    help="delete an archive over MB once read (its facts are kept)")
+    ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
+    args = ap.parse_args(argv)
+    wheel_dir = args.wheel_dir or default_wheel_dir()
+    dep_dir = args.dep_dir or wheel_dir.parent / "deps"
+    facts_dir = dep_dir / "facts"
+    release_pins = sglang_pins(wheel_dir, args.versions)
+    wanted = args.only or [*DEPENDENCIES, "sglang"]
+    groups: dict[str, list[str]] = {}
+    for dist in DEPENDENCIES:
+        groups.setdefault(INDEX_NAME.get(dist, dist), []).append(dist)
+    triton_of_torch: dict[str, str] = {}
+    for index_name, dists in groups.items():
+        if not any(d in wanted for d in dists) and index_name not in wanted:
+            continue
+        packages = DEPENDENCIES[dists[0]][0]
+        per_version: dict[str, symbols.Release] = {}
+        for dist in dists:
+            versions = set(pins_mod.pinned_versions(release_pins.values(), dist))
+            versions |= set(DEPENDENCIES[dist][1])
+            if dist == "triton":
+                versions |= set(triton_of_torch.values())
+            if dist in THINNED:
+                versions = set(thin(sorted(versions, key=version_key), THINNED[dist]))
+            if dist not in NO_LATEST and dist == dists[-1]:
+                latest = newest(dist)
+                if latest:
+                    versions.add(latest)
+            for v in sort_versions(versions):
+                if dist == "torch":
+                    triton = requirement_of("torch", v, "triton")
+                    if triton:
+                        triton_of_torch[v] = triton
+                kept = facts_dir / facts_key(dist, v, packages)
+                known = kept_facts(kept)
+                if known is not None:
+                    per_version[v] = known
+                    print(f"{dist}=={v}: {len(known.modules)} modules (kept)", file=sys.stderr)
+                    continue
+                archive = fetch(dist, v, dep_dir)
+                if archive is None:
+                    print(f"{dist}=={v}: no archive", file=sys.stderr)
+                    continue
+                per_version[v] = facts_of(archive, packages, kept)
+                print(f"{dist}=={v}: {len(per_version[v].modules)} modules", file=sys.stderr)
+                if archive.stat().st_size > args.drop_large << 20:
+                    archive.unlink()
+        specs, masks = admitted(release_pins, dists, list(per_version))
+        symbols.write_index(args.out / f"{index_name}.txt.gz",
+                            symbols.index_lines(per_version, pins=specs, admitted=masks))
+    if "sglang" in wanted:
+        deps = sorted({p for d in DEPENDENCIES.values() for p in d[0]})
+        per_release: dict[str, symbols.Release] = {}
+        for release in release_pins:
+            wheel = sorted(wheel_dir.glob(f"sglang-{release}-*.whl"))[0]
+            kept = facts_dir / facts_key("sglang", release, ("sglang",), deps)
+            per_release[release] = facts_of(wheel, ("sglang",), kept, imports_from=deps)
+        symbols.write_index(args.out / "sglang.txt.gz", symbols.index_lines(per_release))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,554 @@
+"""A dependency of the wrong version, and the `pip install` that fixes it — decided per event.
+
+Five forms of one failure — code written against one release of a package running against
+another:
+
+    ImportError: cannot import name 'X' from 'P.mod' (…)
+    ModuleNotFoundError: No module named 'P.mod'
+    AttributeError: module 'P.mod' has no attribute 'X'
+    TypeError: Q() got an unexpected keyword argument 'k'
+    NameError: name 'N' is not defined        (N bound by a guarded import in sglang)
+
+There is one catalog record per form (`mismatch.jsonl`, `records()`), not one per (module,
+name): the answer depends on the module and name the line shows and on the sglang release the
+log was written by, so it is computed when the event is made (`remedy`), from the symbol index
+shipped beside the catalog (`patterns/sglang/generated/symbols/<dist>.txt.gz`, made by
+`python -m matcher.catalog.depindex`): which releases of P define X, which version the sglang
+release pins, hence `pip install 'P==v'` — or, for sglang's own API used by another project
+(`from sglang.utils import launch_server_cmd`), the sglang releases that have it.
+
+Nothing is read at start: an index is opened the first time an event needs it (a few are kept).
+Pure but for reading the index files.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from matcher.catalog.symbols import DISTRIBUTION_OF_MODULE, Index
+from matcher.catalog.versions import version_key
+
+GENERATOR = "matcher.catalog.mismatch"
+INDEX_DIR = ("sglang", "generated", "symbols")
+
+_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("import", re.compile(
+        r"cannot import name '(?P<name>[\w.]+)' from '(?P<module>[\w.]+)'")),
+    ("module", re.compile(r"No module named '(?P<module>[\w.]+)'")),
+    ("attribute", re.compile(
+        r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")),
+    ("keyword", re.compile(
+        r"(?P<callee>[\w.<>]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")),
+    ("name", re.compile(r"name '(?P<name>\w+)' is not defined")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    kind: str  # import, module, attribute, keyword, name
+    module: str | None
+    name: str | None
+    callee: str | None = None
+
+
+def parse(message: str) -> Form | None:
+    """The form a message has (searched at its start, after `Class: ` if it is there)."""
+    text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
+    text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
+    for kind, rx in _FORMS:
+        m = rx.match(text)
+        if m is not None:
+            g = m.groupdict()
+            return Form(kind, g.get("module"), g.get("name"), g.get("callee"))
+    return None
+
+
+# --- the index files ---------------------------------------------------------------------------
+
+def index_dir() -> Path:
+    from matcher.catalog import builtin_patterns_dir
+
+    return builtin_patterns_dir().joinpath(*INDEX_DIR)
+
+
+@functools.lru_cache(maxsize=3)
+def _load(directory: Path, distribution: str) -> Index | None:
+    path = directory / f"{distribution}.txt.gz"
+    try:
+        return Index.load(path, distribution)
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def index_for(top: str, directory: Path | None = None) -> Index | None:
+    """The index of the distribution that installs the top-level package `top`."""
+    directory = directory or index_dir()
+    for dist in DISTRIBUTION_OF_MODULE.get(top, ()):
+        got = _load(directory, dist)
+        if got is not None:
+            return got
+    return None
+
+
+def ranges(versions: Sequence[str], order: Sequence[str]) -> str:
+    """`0.1.0, 0.1.1, 0.1.2, 0.2.0` of `order` → `0.1.0..0.2.0` (runs of consecutive ones)."""
+    runs: list[list[str]] = []
+    chosen = set(versions)
+    previous = False
+    for v in order:
+        if v in chosen:
+            if previous:
+                runs[-1].append(v)
+            else:
+                runs.append([v])
+        previous = v in chosen
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs)
+
+
+def releases_in(label: str | None, known: Iterable[str]) -> list[str]:
+    """The sglang releases of `known` that an event's `sglang_version` (`0.5.6`, `0.5.1..0.5.3`,
+    `0.5.1..` open above) names."""
+    if not label:
+        return []
+    lo, sep, hi = label.partition("..")
+    if not sep:
+        hi = lo
+    out = []
+    for v in known:
+        k = version_key(v)
+        if (not lo or version_key(lo) <= k) and (not hi or k <= version_key(hi)):
+            out.append(v)
+    return sorted(out, key=version_key)
+
+
+# Packages whose namespaces a lazy loader fills from files the reader does not follow, read
+# at a few of their releases: a name missing between two that have it is taken as there.
+LAZY = frozenset({"transformers"})
+
+
+def filled(mask: int) -> int:
+    """A name's releases with the gaps between its first and last filled: a release between
+    two that define it is taken to define it too. Lazy packages export names the reader cannot
+    see (transformers 4.52.3 lists no `qwen3` in `models/__init__.py`: its `_LazyModule` finds
+    `Qwen3ForCausalLM` by scanning the files), and a name is seldom removed and then restored."""
+    if mask == 0:
+        return 0
+    low = mask & -mask
+    return ((1 << mask.bit_length()) - 1) & ~(low - 1)
+
+
+# --- the answer --------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    documentation: str
+    solutions: tuple[str, ...]
+    installs: tuple[str, ...]  # pip requirements, in the order of `solutions` they go with
+
+    def remediation(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The event's `remediation`: these solutions first, then the record's own."""
+        base = dict(base or {})
+        own = [s for s in base.get("solutions") or () if s not in self.solutions]
+        out: dict[str, Any] = {
+            **base,
+            "documentation": self.documentation + (
+                "\n\n" + base["documentation"] if base.get("documentation") else ""),
+            "solutions": [*self.solutions, *own],
+        }
+        if self.installs:
+            ways = [[{"op": "install", "value": req}] for req in self.installs]
+            out["fix_actions"] = [*ways, *(base.get("fix_actions") or [])]
+            out["example_fix"] = "pip install " + " ".join(f"'{r}'" for r in self.installs[:1])
+        return out
+
+
+_SGLANG_FRAME = re.compile(r'File "[^"]*?/(sglang/[\w/]+)\.py", line \d+')
+
+
+def importer_releases(traceback: str | None, form: Form, directory: Path | None) -> str | None:
+    """The sglang releases whose module that the traceback's innermost sglang frame shows
+    imports the failing name (`A` lines of sglang's index), as a label `A..B`: a log that
+    failed at start says nothing else about its release."""
+    if not traceback or form.name is None or form.kind not in ("import", "name"):
+        return None
+    frames = _SGLANG_FRAME.findall(traceback)
+    if not frames:
+        return None
+    module = frames[-1].replace("/", ".").removesuffix(".__init__")
+    sglang = _load(directory or index_dir(), "sglang")
+    if sglang is None:
+        return None
+    mask = 0
+    if form.kind == "name":
+        for where, m, _, _ in sglang.imports_of(form.name):
+            if where == module:
+                mask |= m
+    else:
+        for where, m in sglang.importers(form.module or "", form.name):
+            if where == module:
+                mask |= m
+    versions = sglang.versions_of(mask)
+    if not versions:
+        return None
+    return versions[0] if len(versions) == 1 else f"{versions[0]}..{versions[-1]}"
+
+
+def remedy(message: str, sglang_version: str | None = None, *, traceback: str | None = None,
+           directory: Path | None = None) -> Answer | None:
+    """What the index says about a mismatch message (None when it says nothing).
+    `sglang_version`: the release (or range) the log was written by, when known; else the
+    releases whose importing module the traceback shows are taken."""
+    form = parse(message)
+    if form is None:
+        return None
+    if sglang_version is None:
+        sglang_version = importer_releases(traceback, form, directory)
+    if form.kind == "name":
+        return _name(form, sglang_version, directory)
+    if form.kind == "keyword":
+        return _keyword(form, sglang_version, directory)
+    assert form.module is not None
+    top = form.module.split(".", 1)[0]
+    index = index_for(top, directory)
+    if index is None:
+        return None
+    if form.kind == "module":
+        return _module(index, form.module, sglang_version, directory)
+    assert form.name is not None
+    return _symbol(index, form.module, form.name, sglang_version, directory)
+
+
+def _sglang_pins(index: Index, sglang_version: str | None) -> tuple[list[str], dict[str, tuple[str, int]]]:
+    pins = index.pins()
+    return releases_in(sglang_version, pins), pins
+
+
+def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
+            directory: Path | None, *, via: str = "") -> Answer | None:
+    order = list(index.versions)
+    everyone = (1 << len(order)) - 1
+    has = index.name(module, name)
+    if index.distribution in LAZY:
+        has = filled(has)
+    module_mask, is_open = index.module(module)
+    dist = index.distribution
+    what = f"`{module}.{name}`" if not via else f"`{name}` ({via})"
+    if has == 0 and module_mask == 0:
+        return None
+    if has == everyone:
+        return None  # in every release read: not a version mismatch (a CPU build, a circular
+        # import, a half-done install, a local file shadowing the package): nothing to pin
+    if has == 0:
+        if is_open:
+            return None  # a module that makes names on access: absence proves nothing
+        return Answer(
+            f"No release of {dist} read ({ranges(order, order)}) defines {what}: the code "
+            "importing it was written for another version of it, or for a fork.", (), ())
+    have = index.versions_of(has)
+    doc = f"{what} is defined in {dist} {ranges(have, order)} (releases read: {ranges(order, order)})"
+    if dist == "sglang":
+        return _sglang_api(doc, have, order, sglang_version)
+    releases, pins = _sglang_pins(index, sglang_version)
+    solutions: list[str] = []
+    installs: list[str] = []
+    if releases:
+        fit = [v for v in have if any(pins[r][1] >> order.index(v) & 1 for r in releases if r in pins)]
+        specs = sorted({pins[r][0] for r in releases if r in pins})
+        if specs:
+            doc += f"; sglang {sglang_version} requires {' or '.join(specs)}"
+        if fit:
+            best = fit[-1]
+            installs.append(f"{dist}=={best}")
+            solutions.append(
+                f"Install the {dist} that sglang {sglang_version} pins, which has {what}: "
+                f"pip install '{dist}=={best}' (check with pip show {dist})")
+        elif specs:
+            doc += (f", and no release it admits defines {what}: this sglang was not built "
+                    f"against the {dist} it pins (a source checkout or a patched install)")
+    if not installs:
+        pinned_by = {r: spec for r, (spec, mask) in pins.items() if mask & has}
+        best = have[-1]
+        # prefer the newest version having it that some sglang release pins
+        pinned_have = [v for v in have
+                       if any(mask >> order.index(v) & 1 for _, mask in pins.values())]
+        if pinned_have:
+            best = pinned_have[-1]
+        installs.append(f"{dist}=={best}")
+        solutions.append(f"Install a release of {dist} that has {what}: "
+                         f"pip install '{dist}=={best}'")
+        if pinned_by:
+            rel = sorted(pinned_by, key=version_key)
+            doc += f"; sglang releases whose pins admit such a {dist}: {ranges(rel, rel)}"
+    return Answer(doc + ".", tuple(solutions), tuple(installs))
+
+
+def _sglang_api(doc: str, have: Sequence[str], order: Sequence[str],
+                sglang_version: str | None) -> Answer:
+    """sglang's own API, used by another project or by a mismatched install: which releases
+    have it, and the `pip install` of one — the nearest newer release when the log's release
+    is known (else the newest run of releases that have it)."""
+    running = releases_in(sglang_version, order)
+    keyed = {v: version_key(v) for v in order}
+    solutions: list[str] = []
+    installs: list[str] = []
+    if running and not set(running) & set(have):
+        top, bottom = max(keyed[r] for r in running), min(keyed[r] for r in running)
+        later = [v for v in have if keyed[v] > top]
+        earlier = [v for v in have if keyed[v] < bottom]
+        if later:
+            installs.append(f"sglang>={later[0]}")
+            solutions.append(f"The caller was written for another sglang: upgrade sglang to "
+                             f"{later[0]} or later: pip install 'sglang>={later[0]}'")
+        if earlier:
+            installs.append(f"sglang=={earlier[-1]}")
+            solutions.append(f"Or install the last sglang before it that has it: "
+                             f"pip install 'sglang=={earlier[-1]}'")
+    if not installs:
+        runs = ranges(have, order).split(", ")
+        last = runs[-1]
+        first, _, end = last.partition("..")
+        end = end or first
+        req = f"sglang>={first}" if end == order[-1] else f"sglang>={first},<={end}"
+        installs.append(req)
+        solutions.append(f"The caller was written for another sglang: install one that has it: "
+                         f"pip install '{req}'")
+    return Answer(doc + ".", tuple(solutions), tuple(installs))
+
+
+def _module(index: Index, module: str, sglang_version: str | None,
+            directory: Path | None) -> Answer | None:
+    order = list(index.versions)
+    has, _ = index.module(module)
+    dist = index.distribution
+    top = module.split(".", 1)[0]
+    releases, pins = _sglang_pins(index, sglang_version)
+    if module == top or has == 0:
+        if module != top:
+            return None  # a module no release read has: nothing to say
+        # the package itself is missing
+        specs = sorted({pins[r][0] for r in releases if r in pins})
+        fit = [v for v in order if any(pins[r][1] >> order.index(v) & 1
+                                       for r in releases if r in pins)]
+        if fit:
+            return Answer(f"`{top}` is not installed; sglang {sglang_version} requires "
+                          f"{' or '.join(specs)}.",
+                          (f"Install it: pip install '{dist}=={fit[-1]}'",),
+                          (f"{dist}=={fit[-1]}",))
+        return None
+    have = index.versions_of(has)
+    if has == (1 << len(order)) - 1:
+        return None  # in every release: not a version problem
+    doc = f"`{module}` exists in {dist} {ranges(have, order)} (releases read: {ranges(order, order)})"
+    if dist == "sglang":
+        return _sglang_api(doc, have, order, sglang_version)
+    fit = [v for v in have if any(pins[r][1] >> order.index(v) & 1 for r in releases if r in pins)]
+    if fit:
+        specs = sorted({pins[r][0] for r in releases if r in pins})
+        solution = (f"Install the {dist} that sglang {sglang_version} pins: "
+                    f"pip install '{dist}=={fit[-1]}'")
+        return Answer(doc + f"; sglang {sglang_version} requires {' or '.join(specs)}.",
+                      (solution,), (f"{dist}=={fit[-1]}",))
+    solution = f"Install a release of {dist} that has it: pip install '{dist}=={have[-1]}'"
+    return Answer(doc + ".", (solution,), (f"{dist}=={have[-1]}",))
+
+
+def _name(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
+    """`name 'sgl_x' is not defined`: sglang bound it by a guarded import of a dependency's
+    name; that name is what the installed dependency lacks."""
+    assert form.name is not None
+    sglang = _load(directory or index_dir(), "sglang")
+    if sglang is None:
+        return None
+    found = sglang.imports_of(form.name)
+    if not found:
+        return None
+    running = releases_in(sglang_version, sglang.versions)
+    bound = [f for f in found if any(f[1] >> sglang.versions.index(r) & 1 for r in running)]
+    if not bound:
+        # the log's release does not bind the name (or the release is not known): sglang's
+        # own code used a name that release no longer imports — no dependency to pin
+        order = list(sglang.versions)
+        where = "; ".join(
+            f"`from {src} import {name} as {form.name}` in {m} (sglang "
+            f"{ranges(sglang.versions_of(mask), order)})" for m, mask, src, name in found)
+        return Answer(f"`{form.name}` is bound by {where}. "
+                      + ("In sglang " + str(sglang_version) + " it is not: the code using it "
+                         "is sglang's own, left behind when the import went."
+                         if running else "The release that wrote this log is not known."),
+                      (), ())
+    found = bound
+    sources = sorted({(src, name) for _, _, src, name in found})
+    if len(sources) != 1:
+        return None
+    source, name = sources[0]
+    index = index_for(source.split(".", 1)[0], directory)
+    if index is None:
+        return None
+    modules = sorted({m for m, _, _, _ in found})
+    via = f"imported as `{form.name}` by {', '.join(modules)} from `{source}`"
+    got = _symbol(index, source, name, sglang_version, directory, via=via)
+    if got is None:
+        return None
+    note = (" The import is guarded (inside `try`/`if`), so when it fails the name is left "
+            "undefined and the error surfaces later as this NameError — also when the guard is "
+            "false on this platform (not CUDA, no GPU visible).")
+    return Answer(got.documentation + note, got.solutions, got.installs)
+
+
+def _keyword(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
+    """`Q() got an unexpected keyword argument 'k'`: the releases whose Q takes k, in every
+    index that has a function Q with varying parameters."""
+    assert form.callee is not None and form.name is not None
+    directory = directory or index_dir()
+    try:
+        names = sorted(p.name.removesuffix(".txt.gz") for p in directory.glob("*.txt.gz"))
+    except OSError:
+        return None
+    answers: list[Answer] = []
+    qual = form.callee
+    for dist in names:
+        index = _load(directory, dist)
+        if index is None:
+            continue
+        takes, lacks, where = index.keyword(qual, form.name)
+        if not takes:
+            continue
+        order = list(index.versions)
+        have = index.versions_of(takes)
+        what = f"`{qual}` ({', '.join(where)}) takes `{form.name}`"
+        doc = f"{what} in {dist} {ranges(have, order)}, not in {ranges(index.versions_of(lacks), order)}"
+        if dist == "sglang":
+            answers.append(_sglang_api(doc, have, order, sglang_version))
+            continue
+        releases, pins = _sglang_pins(index, sglang_version)
+        fit = [v for v in have if any(pins[r][1] >> order.index(v) & 1
+                                      for r in releases if r in pins)]
+        best = fit[-1] if fit else have[-1]
+        answers.append(Answer(doc + ".", (
+            f"Install a release of {dist} whose `{qual}` takes `{form.name}`"
+            + (f" (the one sglang {sglang_version} pins)" if fit else "")
+            + f": pip install '{dist}=={best}'",), (f"{dist}=={best}",)))
+    return answers[0] if len(answers) == 1 else None
+
+
+# --- the records -------------------------------------------------------------------------------
+
+_DOC = {
+    "import": "Code imported a name its dependency does not define in the installed version.",
+    "attribute": "Code used a module attribute that the installed version of the package "
+                 "does not have.",
+    "keyword": "Code called a function with a keyword argument that the installed version of "
+               "the callee does not take.",
+    "name": "A name sglang binds through a guarded import (`try: from P import X as N`) was "
+            "never bound: the import failed quietly at start.",
+    "circular": "Python found the package half-imported: a module imported it while the "
+                "package itself was still being imported. Not a version mismatch — almost "
+                "always a file of the package's name (a script `sglang.py`, a directory "
+                "`sglang/`) in the working directory or on PYTHONPATH, which Python imports "
+                "instead of the installed package.",
+}
+_SOLUTIONS = {
+    "circular": [
+        ("Rename the script or directory named like the package (e.g. your `sglang.py`), delete "
+        "its `__pycache__`, and run from another directory"),
+        ("Check which file is imported: python -c 'import sglang; print(sglang.__file__)' — it "
+        "must be inside site-packages"),
+    ],
+}
+_PATTERNS = {
+    "import": r"^\s*cannot import name '(?P<name>[\w.]+)' from '(?P<module>[\w.]+)'",
+    "attribute": r"^\s*module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'",
+    "keyword": r"^\s*(?P<callee>[\w.<>]+)\(\) got an unexpected keyword argument "
+               r"'(?P<name>\w+)'",
+    "name": r"^\s*name '(?P<name>sgl_\w+|\w+_kernel\w*)' is not defined",
+    "circular": r"^\s*cannot import name '(?P<name>[\w.]+)' from partially initialized module "
+                r"'(?P<module>[\w.]+)'",
+}
+_TEMPLATE = {
+    "import": "cannot import name '{name}' from '{module}'",
+    "attribute": "module '{module}' has no attribute '{name}'",
+    "keyword": "{callee}() got an unexpected keyword argument '{name}'",
+    "name": "name '{name}' is not defined",
+    "circular": "cannot import name '{name}' from partially initialized module '{module}' "
+                "(most likely due to a circular import)",
+}
+_CLASS = {"import": "ImportError", "attribute": "AttributeError", "keyword": "TypeError",
+          "name": "NameError", "circular": "ImportError"}
+
+
+def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
+            ) -> list[dict[str, Any]]:
+    """The generic records, one per form (`No module named` is the curated
+    `missing-python-module`'s; its events get the same computed fix)."""
+    import hashlib
+
+    out = []
+    for kind in ("import", "attribute", "keyword", "name", "circular"):
+        slug = f"dependency-version-mismatch-{kind}"
+        rid = hashlib.sha256(f"sglang-matcher/generated/{GENERATOR}\n{kind}".encode()
+                             ).hexdigest()[:16]
+        match, no_match = (examples or {}).get(kind, ([], []))
+        out.append({
+            "id": rid, "slug": slug, "errorMessage": _TEMPLATE[kind],
+            "messagePattern": _PATTERNS[kind], "errorType": "dependency",
+            "errorClass": _CLASS[kind], "severity": "error",
+            "documentation": _DOC[kind] + ("" if kind == "circular" else
+                                           " Which releases of the package have it, and the "
+                                           "version the sglang release in the log pins, are "
+                                           "computed for each event from the shipped symbol "
+                                           "index."),
+            "solutions": _SOLUTIONS.get(kind, []),
+            "tags": ["dependency", "version-mismatch", kind],
+            # the message is Python's own (its import system, its call machinery)
+            "sourcePackage": "cpython", "sourceVersions": ["3.10..3.13"], "generator": GENERATOR,
+            "schemaVersion": 2,
+            "examples": {"match": match, "noMatch": no_match},
+        })
+    return out
+
+
+# Real lines each record must match (`catalog test`): where each was seen.
+EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
+    # sglang #23535 (sglang-router 0.3.2 on sglang 0.5.10), as pasted there
+    # and torch 2.13.0+cpu: `from torch.distributed import gather_into_tensor` (2.14.1's)
+    "import": (["ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'",
+                ("ImportError: cannot import name 'gather_into_tensor' from 'torch.distributed' "
+                "(/tmp/tvenv/lib/python3.11/site-packages/torch/distributed/__init__.py)")],
+               []),
+    # torch 2.13.0+cpu from PyPI: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0)
+    "attribute": (["AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"],
+                  []),
+    # torch 2.13.0+cpu: `init_process_group('gloo', enable_reconfigure=True)` (2.14.1's)
+    "keyword": ([("TypeError: init_process_group() got an unexpected keyword argument "
+                 "'enable_reconfigure'")], []),
+    "name": ([], []),
+    # sglang #384 (train): a user's script importing sglang under a shadowing name
+    "circular": ([("ImportError: cannot import name 'function' from partially initialized module "
+                  "'sglang' (most likely due to a circular import)")], []),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import json
+
+    from matcher.atomic import write_atomic
+
+    ap = argparse.ArgumentParser(prog="python -m matcher.catalog.mismatch",
+                                 description="write the generic version-mismatch records")
+    ap.add_argument("-o", "--out", type=Path, default=Path(__file__).resolve().parents[2]
+                    / "patterns" / "sglang" / "generated" / "mismatch.jsonl")
+    args = ap.parse_args(argv)
+    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
+             for r in records(EXAMPLES)]
+    write_atomic(args.out, "".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

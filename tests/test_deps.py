@@ -1,0 +1,231 @@
+"""Dependencies: sglang's pins, the symbol index of what each dependency release defines, the
+`pip install` an import/attribute/keyword mismatch gets at event time (`matcher.catalog.mismatch`),
+and the dependencies' own raise sites (`deps.jsonl`, `matcher.catalog.deps`).
+
+Every log line here is real: pasted in a public thread that `bench/field_split.py` puts in the
+train split (URL beside it), or printed by the real library (`tests/fixtures/deps/*/README`
+says how each was obtained).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matcher.catalog import deps, mismatch, pins, symbols
+from matcher.catalog.load import load_paths
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATED = ROOT / "patterns" / "sglang" / "generated"
+INDEX = GENERATED / "symbols"
+FIXTURES = Path(__file__).parent / "fixtures" / "deps"
+
+
+def _index(dist: str) -> symbols.Index:
+    return symbols.Index.load(INDEX / f"{dist}.txt.gz", dist)
+
+
+# --- pins ---------------------------------------------------------------------------------------
+
+def test_server_pins_read_the_cuda_install_of_a_real_wheel() -> None:
+    # sglang 0.4.6's METADATA (its Requires-Dist lines, unedited): the server's pins are behind
+    # the `srt` and `runtime_common` extras, ROCm's behind `srt_hip`
+    text = (FIXTURES / "sglang-0.4.6-METADATA").read_text()
+    got = pins.server_pins(text)
+    assert got["torch"] == "==2.6.0"
+    assert got["flashinfer-python"] == "==0.2.3"
+    assert got["sgl-kernel"] == "==0.0.9.post2"
+    assert got["transformers"] == "==4.51.1"
+    assert got["outlines"] in ("<=0.1.11,>=0.0.44", ">=0.0.44,<=0.1.11")
+    assert "vllm" not in got  # only the ROCm extra pins vllm in 0.4.6
+    assert "sentence-transformers" not in got  # the test extra
+
+
+def test_the_shipped_index_holds_each_release_pin() -> None:
+    torch = _index("torch").pins()
+    assert torch["0.4.6"][0] == "torch==2.6.0"
+    assert torch["0.5.23"][0] == "torch==2.14.1"
+    order = _index("torch").versions
+    assert [order[i] for i in range(len(order)) if torch["0.5.23"][1] >> i & 1] == ["2.14.1"]
+    kernel = _index("sgl-kernel").pins()
+    assert kernel["0.5.23"][0] == "sglang-kernel==0.4.10"  # renamed, one index
+    assert kernel["0.4.6"][0] == "sgl-kernel==0.0.9.post2"
+
+
+# --- the symbol index ---------------------------------------------------------------------------
+
+def test_module_facts_bind_what_from_import_finds() -> None:
+    src = (
+        "import os\nfrom typing import TYPE_CHECKING\nfrom .sub import *\n"
+        "try:\n    from ._ext import fast as _fast\nexcept ImportError:\n    _fast = None\n"
+        "if TYPE_CHECKING:\n    from .models import Model\n"
+        "def f(a, *, b=1): ...\nclass C:\n    def m(self, x, **kw): ...\n    def n(self, y): ...\n"
+    )
+    facts = symbols.module_facts(src, "p", is_package=True)
+    assert facts is not None
+    assert {"os", "TYPE_CHECKING", "_fast", "Model", "f", "C"} <= facts.names
+    assert facts.stars == ["p.sub"]
+    assert facts.functions == {"f": ("a", "b"), "C.n": ("self", "y")}  # C.m takes **kw
+    assert ("_fast", "p._ext", "fast") in facts.imports
+
+
+def test_outlines_index_knows_when_fsm_regex_went_away() -> None:
+    idx = _index("outlines")
+    have, _ = idx.module("outlines.fsm.regex")
+    versions = idx.versions_of(have)
+    assert "0.0.46" in versions
+    assert "0.1.11" not in versions
+
+
+# --- mismatches, on real lines ------------------------------------------------------------------
+
+def test_sglang_api_moved_says_which_sglang_has_it() -> None:
+    # https://github.com/sgl-project/sglang/issues/23535 (train): sglang-router 0.3.2 on
+    # sglang 0.5.10, whose sglang.srt.utils no longer re-exports is_port_available
+    line = "ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'"
+    answer = mismatch.remedy(line, "0.5.10")
+    assert answer is not None
+    # sglang 0.5.10..0.5.19 lack the re-export; 0.5.20 restored it
+    assert "sglang 0.4.0..0.5.9, 0.5.20..0.5.23" in answer.documentation
+    assert answer.installs == ("sglang>=0.5.20", "sglang==0.5.9")
+    assert "pip install 'sglang>=0.5.20'" in answer.solutions[0]
+
+
+def test_module_gone_from_outlines_gets_the_outlines_that_has_it() -> None:
+    # https://github.com/pzs19/TokenSelect/issues/2 (train): sglang's constrained/__init__.py
+    # importing outlines.fsm.regex under outlines >= 0.1.0
+    line = "ModuleNotFoundError: No module named 'outlines.fsm.regex'"
+    answer = mismatch.remedy(line, None)
+    assert answer is not None
+    assert answer.installs[0].startswith("outlines==0.0.")
+    assert "pip install 'outlines==0.0." in answer.solutions[0]
+
+
+def _last_line(name: str) -> str:
+    return (FIXTURES / "torch-2.13.0" / name).read_text().rstrip("\n").rsplit("\n", 1)[-1]
+
+
+def test_a_torch_name_of_the_pinned_release_gets_that_pin() -> None:
+    # printed by torch 2.13.0 (8.log); sglang 0.5.22 pins torch 2.14.1, which has the name
+    line = _last_line("8.log")
+    assert line.startswith("ImportError: cannot import name 'gather_into_tensor'")
+    answer = mismatch.remedy(line, "0.5.22")
+    assert answer is not None
+    assert answer.installs == ("torch==2.14.1",)
+    assert "sglang 0.5.22 requires torch==2.14.1" in answer.documentation
+    # a release that pins 2.13.0 has no torch with it among its pins: the newest that has it
+    older = mismatch.remedy(line, "0.5.18")
+    assert older is not None and older.installs == ("torch==2.14.1",)
+    assert "no release it admits defines" in older.documentation
+
+
+@pytest.mark.parametrize(("name", "callee", "keyword"), [
+    ("6.log", "compile", "dynamic_shapes"),
+    ("7.log", "init_process_group", "enable_reconfigure"),
+])
+def test_an_unexpected_keyword_names_the_torch_that_takes_it(name: str, callee: str,
+                                                            keyword: str) -> None:
+    line = _last_line(name)
+    assert line == f"TypeError: {callee}() got an unexpected keyword argument '{keyword}'"
+    answer = mismatch.remedy(line, "0.5.23")
+    assert answer is not None
+    assert answer.installs == ("torch==2.14.1",)
+    assert f"takes `{keyword}` in torch 2.14.1, not in 2.5.1..2.13.0" in answer.documentation
+
+
+def test_a_cpu_build_is_not_called_a_version_mismatch() -> None:
+    # torch 2.13.0+cpu: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0/README):
+    # every torch declares _cuda_setDevice; a CPU build lacks it — no pin to give
+    line = "AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"
+    assert mismatch.remedy(line, "0.5.21") is None
+
+
+def test_a_scan_event_carries_the_pip_install() -> None:
+    # https://github.com/sgl-project/sglang/issues/23535 (train), the two lines as pasted
+    from matcher.catalog import load_catalog
+    from matcher.scan import scan_events
+
+    catalog = load_catalog(builtin=False, user_paths=[
+        GENERATED / "mismatch.jsonl", ROOT / "patterns" / "sglang" / "curated"])
+    scanned = scan_events([str(FIXTURES / "sglang-23535.log")], catalog, sglang_version="0.5.10")
+    [event] = [e for e in scanned.events if e.get("error_class") == "ImportError"]
+    rem = event["remediation"]
+    assert rem["fix_actions"][0] == [{"op": "install", "value": "sglang>=0.5.20"}]
+    assert "pip install 'sglang>=0.5.20'" in rem["solutions"][0]
+
+
+def test_generic_records_match_their_real_lines() -> None:
+    records = load_paths([GENERATED / "mismatch.jsonl"], "generated").records
+    assert {r.generator for r in records} == {mismatch.GENERATOR}
+    assert all(r.source_package == "cpython" for r in records)
+    by_kind = {r.tags[-1]: r for r in records}
+    import regex
+
+    for kind, (lines, _) in mismatch.EXAMPLES.items():
+        for line in lines:
+            message = line.split(": ", 1)[1]
+            assert regex.search(by_kind[kind].message_pattern, message), (kind, line)
+
+
+# --- the dependencies' own raise sites ----------------------------------------------------------
+
+@pytest.mark.parametrize("template", [
+    "list index out of range",
+    "'{type(self).__name__}' object has no attribute '{name}'",
+    "{a} != {b}",
+])
+def test_generic_templates_make_no_record(template: str) -> None:
+    assert deps.generic(template)
+
+
+def test_deps_records_are_attributed_and_have_no_generic_template() -> None:
+    records = [json.loads(line) for line in
+               (GENERATED / "deps.jsonl").read_text().splitlines() if line.strip()]
+    assert records
+    for r in records:
+        assert r["generator"] == deps.GENERATOR
+        assert r["sourcePackage"] and r["sourceVersions"]
+        assert "sglangVersions" not in r and "raisedIn" not in r
+        assert not deps.generic(r["errorMessage"])
+    assert {r["sourcePackage"] for r in records} >= {
+        "torch", "flashinfer-python", "xgrammar", "outlines", "transformers"}
+
+
+@pytest.mark.parametrize("name", ["1.log", "2.log", "3.log", "4.log", "5.log"])
+def test_real_torch_tracebacks_match_a_torch_site(name: str) -> None:
+    # printed by torch 2.13.0+cpu itself (tests/fixtures/deps/torch-2.13.0/README)
+    text = (FIXTURES / "torch-2.13.0" / name).read_text()
+    last = text.rstrip("\n").rsplit("\n", 1)[-1]
+    cls, _, message = last.partition(": ")
+    records = [json.loads(line) for line in
+               (GENERATED / "deps.jsonl").read_text().splitlines() if line.strip()]
+    import regex
+
+    hits = [r for r in records if r["sourcePackage"] == "torch"
+            and r["errorClass"] == cls and regex.search(r["messagePattern"], message)]
+    assert hits, last
+    assert any("2.13.0" in r["documentation"] or _holds(r["sourceVersions"], "2.13.0")
+               for r in hits)
+
+
+def _holds(ranges: list[str], version: str) -> bool:
+    from matcher.catalog.versions import in_ranges
+
+    return in_ranges(version, ranges)
+
+
+def test_a_circular_import_is_told_apart_and_gets_its_own_fix() -> None:
+    # https://github.com/sgl-project/sglang/issues/384 (train), its first line
+    line = (FIXTURES.parent / "field" / "sglang-a" / "384-circular-import-function.log"
+            ).read_text().splitlines()[0].rstrip()
+    assert mismatch.parse(line) is None  # no version to pin
+    records = load_paths([GENERATED / "mismatch.jsonl"], "generated").records
+    [circular] = [r for r in records if r.tags[-1] == "circular"]
+    import regex
+
+    assert regex.search(circular.message_pattern, line.split(": ", 1)[1])
+    assert any("Rename the script" in s for s in circular.solutions)
+    [plain] = [r for r in records if r.tags[-1] == "import"]
+    assert not regex.search(plain.message_pattern, line.split(": ", 1)[1])
