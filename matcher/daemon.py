@@ -25,6 +25,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
@@ -205,6 +206,7 @@ class Daemon:
         self._next_progress = 0.0
         self._output_closed: OutputClosed | None = None  # the event stream's reader went away
         self._deadline_armed = False  # SIGALRM set for `stop_timeout` after a stop signal
+        self._runner: int | None = None  # the thread running `run`: signals are handled there
         self._interrupted = False  # the stop is a SIGINT: someone at a terminal waits for it
 
     @staticmethod
@@ -223,7 +225,10 @@ class Daemon:
 
     def _arm_deadline(self) -> None:
         """`stop_timeout` from now, SIGALRM raises `StopDeadline` wherever the main thread is
-        (signal handlers run there), a blocked write included."""
+        (signal handlers run there), a blocked write included. Only there: a stop asked from
+        another thread (a test driving the loop) waits for the loop, with no deadline."""
+        if threading.get_ident() != self._runner:
+            return
         try:
             signal.signal(signal.SIGALRM, _deadline_reached)
             signal.setitimer(signal.ITIMER_REAL, max(0.001, self.topo.config.stop_timeout))
@@ -253,6 +258,7 @@ class Daemon:
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> int:
+        self._runner = threading.get_ident()
         try:
             self._start()
             return self._run_loop()

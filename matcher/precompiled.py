@@ -58,7 +58,10 @@ ENV_DISABLE = "SGLANG_MATCHER_NO_PRECOMPILED"  # set (non-empty): load from the 
 # read from `records.data` on first use.
 RESIDENT = ("id", "message_pattern", "layer", "origin", "index", "error_message", "error_class",
             "severity", "role", "literal_length", "raised_in", "consequence_of",
-            "sglang_versions")
+            "sglang_versions",
+            # the site: a generated record matched on a traceback must be where it raised
+            # (`engine._drop_contradicted_sites`)
+            "file_path", "locations")
 LAZY = tuple(f for f in _FIELDS if f not in RESIDENT)
 _LAZY = frozenset(LAZY)
 _RESIDENT = frozenset(RESIDENT)
@@ -347,7 +350,7 @@ def build(out: Path, base: Path, records: Sequence[CatalogRecord], version: str
         rel = Path(r.origin).resolve().relative_to(base.resolve()).as_posix()
         rows.append((r.id, r.message_pattern, r.layer, origins[rel], r.index, r.error_message,
                      r.error_class, r.severity, r.role, r.literal_length, r.raised_in,
-                     r.consequence_of, r.sglang_versions))
+                     r.consequence_of, r.sglang_versions, r.file_path, r.locations))
         piece = pickle.dumps(tuple(getattr(r, name) for name in LAZY),
                              protocol=pickle.HIGHEST_PROTOCOL)
         pieces.append(piece)

@@ -898,6 +898,10 @@ def test_catalog_stats_counts_by_layer_severity_and_class(tmp_path):
         ("how to fix (flags: fixActions proven on the guard condition; unevaluable: reads "
         "server arguments, no proven change):"),
         "  user:       words 3",
+        "records per source (sourcePackage, the versions its records cover):",
+        "  sglang        3  -",
+        "records per generator:",
+        "  (none: written by hand or before the field)        3",
         "  versions:   9.9.1 3",
     ]
 

@@ -149,8 +149,17 @@ def longest_literal(parts: Sequence[str | Hole]) -> int:
     return max((len(p.strip()) for p in parts if isinstance(p, str)), default=0)
 
 
+# Words other programs print as well: a glog line of Mooncake or an Ascend transport (`E1210 …
+# ascend_direct_transport.cpp:820] Failed to connect to target: …`) is not the router's.
+_SHARED_WORDING = frozenset({"Failed to connect to"})
+
+
 def usable(site: RustSite) -> bool:
-    """A message with enough literal text to be one site's (see the module doc)."""
+    """A message with enough literal text to be one site's (see the module doc), and not
+    wording other programs print as well (`_SHARED_WORDING`)."""
+    head = site.parts[0] if site.parts and isinstance(site.parts[0], str) else ""
+    if head.strip() in _SHARED_WORDING:  # the wording, then the values: nothing of its own
+        return False
     text = plain_text(site.parts).strip()
     return (longest_literal(site.parts) >= MIN_LITERAL_RUN and len(text) >= MIN_LITERAL_CHARS
             and " " in text)  # words, not an identifier (`ContextValueNotFound("step_id")`)

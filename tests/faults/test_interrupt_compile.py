@@ -22,7 +22,8 @@ def test_ctrl_c_during_the_first_compile_stops_at_once(tmp_path):
             [sys.executable, "-m", "matcher", "watch", "--state-dir", str(tmp_path / "state"),
              "--poll-interval", "0.05", str(log)],
             stdout=subprocess.DEVNULL, stderr=e, cwd=REPO,
-            env={**os.environ, "SGLANG_MATCHER_CACHE_DIR": str(tmp_path / "fresh-cache")})
+            env={**os.environ, "SGLANG_MATCHER_CACHE_DIR": str(tmp_path / "fresh-cache"),
+                 "SGLANG_MATCHER_NO_PRECOMPILED": "1"})
     try:
         assert wait_for(lambda: b'"event": "catalog_compiling"' in err.read_bytes()
                         or proc.poll() is not None, 60), err.read_text()[-2000:]
