@@ -55,3 +55,17 @@ def test_a_message_made_by_the_caller_of_a_raising_helper_is_sited_at_the_caller
     sites = message_sites(frames_by_exception(tb)[-1])
     assert sites[0] == "sglang/srt/utils/common.py"
     assert sites[1].endswith("scheduler_runtime_checker_mixin.py")
+
+
+def test_no_event_over_the_real_launch_logs_names_a_site_its_traceback_contradicts(catalog):
+    """The sglang launches run here (`tests/fixtures/sglang/launch*/`), scanned as the field
+    corpus is: every event matched on a traceback agrees with it."""
+    from field_recall import scan, site_disagreement
+
+    fixtures = Path(__file__).parent / "fixtures" / "sglang"
+    logs = sorted(fixtures.glob("launch/*.log")) + sorted(fixtures.glob("releases-launch/*.log"))
+    assert len(logs) >= 10
+    engine = Engine(catalog.records)
+    wrong = [(log.name, e["pattern_id"]) for log in logs for e in scan(engine, catalog, log)
+             if site_disagreement(e, catalog) is not None]
+    assert wrong == []

@@ -82,3 +82,30 @@ def test_another_flag_is_printed_within_a_second_not_held_as_a_repeat(tmp_path):
         assert wait_for(lambda: len(daemon.events()) >= 4, 10)
         assert [e["captures"].get("arguments") for e in daemon.events()] == [
             "--enable-reasoning", "--reasoning_parser kimi_k2", "--no-such-flag", None]
+
+
+def test_an_unknown_exception_then_an_nccl_line_then_a_cuda_traceback_are_three_failures(tmp_path):
+    """Real lines back to back (sglang #4048's TypeError, #5594's `NCCL WARN`, #3713's
+    illegal-access traceback): the TypeError is an event of its own, not one carrying the
+    illegal-access record and its fix (before: one event, class TypeError, the CUDA record)."""
+    first = (FIELD / "model-runtime" / "4048-max-new-tokens-none-typeerror.log"
+             ).read_text().splitlines()[:2]
+    nccl = next(x for x in (FIELD / "distributed-build" / "5594-nccl-socket-connect-abort.log"
+                            ).read_text().splitlines() if "NCCL WARN" in x)
+    ima = (FIELD / "gpu" / "3713-ima-lora-stream-sync.log").read_text().splitlines()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "server.log"
+    log.touch()
+    with DaemonProcess(tmp_path, [str(logs / "*.log")], builtin=True) as daemon:
+        log.write_text("\n".join([*first, nccl, *ima]) + "\n")
+        events = wait_for(lambda: len(daemon.events()) >= 3 and daemon.events(), 60)
+    assert events, daemon.err.read_text()[-2000:]
+    by_class = {e["error_class"]: e for e in events}
+    typed = by_class["TypeError"]
+    assert typed["message"].startswith("TypeError: '>' not supported")
+    assert by_class["RuntimeError"]["pattern_id"] is not None
+    assert typed.get("pattern_id") != by_class["RuntimeError"]["pattern_id"]
+    assert "illegal memory access" not in typed["message"]
+    assert "illegal memory access" in by_class["RuntimeError"]["message"]
+    assert any("NCCL WARN" in e["message"] for e in events)
