@@ -37,6 +37,7 @@ from matcher.catalog import CatalogError
 from matcher.config import ConfigError, load_config
 from matcher.latency import ReadTimes
 from matcher.notify import Notifier
+from matcher.selflog import SETTING_NOT_RELOADED
 from matcher.sinks.events import OutputClosed, event_dict, stream_gone
 from matcher.source.checkpoint import CheckpointError
 from matcher.source.files import display_name
@@ -500,7 +501,7 @@ class Daemon:
         retire(old, new)
         self.topo = new
         for name in new.not_reloaded:
-            new.telemetry.notice("setting_not_reloaded", level="warning", setting=name,
+            new.telemetry.notice(SETTING_NOT_RELOADED, setting=name,
                                  hint="restart the matcher to apply it")
         new.telemetry.reload("ok", catalog_version=new.catalog.version,
                              patterns=len(new.catalog.records))

@@ -285,10 +285,11 @@ def test_telemetry_logs_floods_at_most_once_per_interval_and_counts_all():
     registry = CollectorRegistry()
     now = [0.0]
     tel, log = telemetry(registry, quiet_for=10.0, clock=lambda: now[0])
+    webhook = tel.delivery("webhook")
     for _ in range(1000):
-        tel.webhook_dropped(1)
+        webhook.dropped(1)
     now[0] = 11.0
-    tel.webhook_dropped(1)
+    webhook.dropped(1)
     assert registry.get_sample_value("sglang_matcher_webhook_dropped_total", {"cluster": "c1"}) == 1001
     assert calls(log) == [("warning", "webhook_dropped", {"events": 1}),
                           ("warning", "webhook_dropped", {"events": 1, "held_back": 999})]
