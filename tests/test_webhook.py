@@ -273,3 +273,29 @@ def test_a_refused_url_with_credentials_is_named_without_them():
     with pytest.raises(ValueError) as e:
         WebhookSink("ftp://user:hunter2secret@host/x", redactor=Redactor())
     assert "hunter2secret" not in str(e.value)
+
+
+def test_a_real_daemon_masks_a_secret_once_for_the_webhook_as_for_stdout(receivers, tmp_path):
+    """The daemon redacts each event once, for every sink; the webhook sends that dict as it is.
+    A user pattern that also matches its own mask (`pin=` and the one character after it) tells
+    one pass from two: `pin=4711` is `pin=***711` once, `pin=*****711` twice."""
+    from watch_harness import DaemonProcess
+    from watch_harness import wait_for as wait_until
+
+    once = Redactor([r"(?P<keep>pin=)(?P<secret>\S)"])
+    assert once.text("pin=4711") == "pin=***711" and \
+        once.text(once.text("pin=4711")) == "pin=*****711"
+    log = tmp_path / "server.log"
+    log.touch()
+    receiver = receivers()
+    d = DaemonProcess(tmp_path, [str(log)], "--webhook-url", receiver.url,
+                      env={"SGLANG_MATCHER_REDACT_PATTERNS": r"(?P<keep>pin=)(?P<secret>\S)"})
+    with d:
+        with open(log, "a") as f:
+            f.write("[2026-01-01 12:00:00 TP0] pin=4711 injected failure seq=1 end\n")
+        assert wait_until(lambda: len(receiver.requests) == 1 and len(d.events()) == 1, 30)
+        assert d.stop() == 0
+    (printed,) = d.events()
+    sent = json.loads(receiver.requests[0][2])
+    assert "pin=***711" in printed["message"] and "4711" not in json.dumps(printed)
+    assert sent == printed
