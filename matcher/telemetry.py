@@ -24,11 +24,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from matcher import selflog
+from matcher.http import RefusedReason
 from matcher.redact import Redactor
 from matcher.selflog import Level, Logger, Notice, OwnLog
 from matcher.sinks.delivery import FAIL_REASONS, FailReason
@@ -253,6 +254,11 @@ class Telemetry:
             "sglang_matcher_events_output_dropped_total",
             "Events an output (stdout, the events file) could not write — a full disk, an I/O "
             "error — and dropped there, by output.", ("sink",))
+        self._events_refused = s.counter(
+            "sglang_matcher_events_requests_refused_total",
+            "/events requests refused, by reason: forbidden (403, a client events_access does "
+            "not allow) or busy (503, the bytes of /events answers being written at their cap).",
+            ("reason",))
         self._errors = s.counter("sglang_matcher_errors_total",
                                  "Errors inside the matcher itself, by pipeline stage and type.",
                                  ("stage", "error_type"))
@@ -276,6 +282,8 @@ class Telemetry:
         self._checkpoint_last.set(self._wall())
         for result in ("ok", "failed"):
             self._reloads.labels(result=result, **self._static)
+        for reason in get_args(RefusedReason):
+            self._events_refused.labels(reason=reason, **self._static)
 
     def use_redactor(self, redactor: Redactor) -> None:
         """A reload's redaction patterns apply to every field logged from now on."""
@@ -378,6 +386,11 @@ class Telemetry:
             raise ValueError(f"reload result must be 'ok' or 'failed', not {result!r}")
         self._reloads.labels(result=result, **self._static).inc()
         self._log.log(selflog.RELOADED if result == "ok" else selflog.RELOAD_FAILED, **fields)
+
+    def events_refused(self, reason: RefusedReason) -> None:
+        """An /events request answered 403 or 503 (`HttpServer`): counted, not logged (a
+        client polling a forbidden endpoint would flood the log)."""
+        self._events_refused.labels(reason=reason, **self._static).inc()
 
     def events_suppressed(self, n: int) -> None:
         if n > 0:

@@ -334,7 +334,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
 
     # 4. Outputs that open something: each kept when its setting did not change.
     ring = _ring(config, prev)
-    http = _http(config, address, registry, ring, log, prev, undo)
+    http = _http(config, address, registry, ring, log, telemetry, prev, undo)
     events_file = _events_file(config, redactor, telemetry, prev, undo)
     webhook = _webhook(config, redactor, telemetry, prev, undo)
     otlp = _otlp(config, otlp_url, redactor, telemetry, prev, undo)
@@ -485,7 +485,7 @@ def _ring(config: Config, prev: Topology | None) -> EventRing:
 
 
 def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRegistry,
-          ring: EventRing, log: Logger, prev: Topology | None,
+          ring: EventRing, log: Logger, telemetry: Telemetry, prev: Topology | None,
           undo: list[Callable[[], Any]]) -> HttpServer | None:
     if address is None:
         return None
@@ -496,7 +496,7 @@ def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRe
         return prev.http
     host, port = address
     server = HttpServer(host, port, registry=registry, events=ring, log=log,
-                        events_access=config.events_access)
+                        events_access=config.events_access, refused=telemetry.events_refused)
     try:
         server.start()
     except OSError as e:

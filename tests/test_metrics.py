@@ -231,6 +231,7 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
     tel.pipeline_error("frame", "WeirdCustomError")
     tel.pipeline_error("nonsense-stage", "ValueError")
     tel.event_latency(0.3)
+    tel.events_refused("forbidden")
     values = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "cluster"))): s.value
               for m in registry.collect() for s in m.samples if not s.name.endswith("_created")
               and not s.name.startswith("sglang_matcher_event_latency_seconds_bucket")}
@@ -248,6 +249,8 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
         ("sglang_matcher_reloads_total", (("result", "ok"),)): 1.0,
         ("sglang_matcher_reloads_total", (("result", "failed"),)): 1.0,
         ("sglang_matcher_events_suppressed_total", ()): 7.0,
+        ("sglang_matcher_events_requests_refused_total", (("reason", "forbidden"),)): 1.0,
+        ("sglang_matcher_events_requests_refused_total", (("reason", "busy"),)): 0.0,
         ("sglang_matcher_errors_total", (("error_type", "PermissionError"), ("stage", "read"))): 1.0,
         ("sglang_matcher_errors_total", (("error_type", "other"), ("stage", "frame"))): 1.0,
         ("sglang_matcher_errors_total", (("error_type", "ValueError"), ("stage", "other"))): 1.0,
