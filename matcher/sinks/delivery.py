@@ -218,6 +218,7 @@ class Delivery(Generic[Item]):
             raise ValueError("needs queue_size ≥ 1, max_batch ≥ 1, timeout > 0 and delays ≥ 0")
         retry.check()
         parts = urlsplit(url)
+        self.name = name
         self.url = url
         self.endpoint = endpoint_of(parts.hostname, parts.port, parts.scheme)
         self._exporter = exporter
@@ -311,7 +312,7 @@ class Delivery(Generic[Item]):
             try:
                 self._deliver(batch)
             except Exception as e:  # noqa: BLE001 - a bad item costs its batch, not the sink
-                self._events.error(e)
+                self._events.error(e, sink=self.name)
                 self._end(len(batch), Answer("rejected", f"{type(e).__name__}: {e}"),
                           "rejected")
             finally:
