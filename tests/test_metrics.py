@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from structlog.testing import CapturingLogger
 
+from matcher import selflog
 from matcher.catalog import load_catalog
 from matcher.catalog.schema import CatalogRecord
 from matcher.engine import Engine
@@ -296,6 +297,33 @@ def test_telemetry_logs_floods_at_most_once_per_interval_and_counts_all():
     assert registry.get_sample_value("sglang_matcher_webhook_dropped_total", {"cluster": "c1"}) == 1001
     assert calls(log) == [("warning", "webhook_dropped", {"events": 1}),
                           ("warning", "webhook_dropped", {"events": 1, "held_back": 999})]
+
+
+def test_notices_are_typed_and_pass_the_rate_limit_and_redaction_processors():
+    """A typed notice is logged at its own level; a source's named notice at the level it gives;
+    every field is redacted once (a pattern matching its own mask tells one pass from two); a
+    quiet notice is held back within `quiet_for`, then says how many were."""
+    registry = CollectorRegistry()
+    now = [0.0]
+    log = CapturingLogger()
+    tel = Telemetry(registry, log, redactor=Redactor([r"(?P<keep>pin=)(?P<secret>\S)"]),
+                    quiet_for=10.0, clock=lambda: now[0])
+    tel.notice(selflog.SETTING_NOT_RELOADED, setting="metrics_addr", hint="pin=4711")
+    tel.notice("file_opened", level="warning", path="/var/log/x.log")
+    quiet = selflog.Notice("test_flood", "error", quiet=True)
+    for _ in range(3):
+        tel.notice(quiet, n=1)
+    now[0] = 10.5
+    tel.notice(quiet, n=1)
+    tel.use_redactor(Redactor())  # a reload's patterns, from the next entry on
+    tel.notice(selflog.SETTING_NOT_RELOADED, hint="pin=4711")
+    assert calls(log) == [
+        ("warning", "setting_not_reloaded", {"setting": "metrics_addr", "hint": "pin=***711"}),
+        ("warning", "file_opened", {"path": "/var/log/x.log"}),
+        ("error", "test_flood", {"n": 1}),
+        ("error", "test_flood", {"n": 1, "held_back": 2}),
+        ("warning", "setting_not_reloaded", {"hint": "pin=4711"}),
+    ]
 
 
 def test_no_series_has_an_empty_error_class_after_a_real_log():
