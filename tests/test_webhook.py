@@ -192,7 +192,8 @@ def test_a_hanging_endpoint_never_blocks_accept_and_close_gives_up_at_its_timeou
             t = time.monotonic()
             sink.accept([emitted(n)])
             slowest = max(slowest, time.monotonic() - t)
-        assert slowest < 0.05
+        # Blocked, an accept() would wait out the stuck POST's 5 s: a second is "never".
+        assert slowest < 1.0
         assert (sink.queued, value(registry, "sglang_matcher_webhook_dropped_total")) == (10, 39)
         t = time.monotonic()
         assert sink.close(timeout=0.3) == 11
