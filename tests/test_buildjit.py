@@ -114,6 +114,10 @@ def test_nvcc_prints_what_its_records_read() -> None:
         pytest.skip("no nvcc here: tests/fixtures/buildjit/nvcc.txt holds what nvcc 13.0 printed")
     keys = {key for *_, key in buildjit_facts.compiler_rows("nvcc", Path(nvcc))}
     assert {"nvcc-errors", "nvcc-errors-flashinfer-jit"} <= keys
+    cmake = shutil.which("cmake")
+    if cmake is not None:  # CMake's compiler check, run on nvcc
+        keys = {key for *_, key in buildjit_facts.cmake_rows(Path(cmake))}
+        assert keys == {"cmake-error", "cmake-cuda-compiler-broken"}
 
 
 # -- real output, run here -------------------------------------------------------------------
@@ -135,6 +139,9 @@ def test_pip_platform_and_python_failures(engine: Engine) -> None:
     got = slugs(engine, (REAL / "pip_platform.txt").read_text(encoding="utf-8"))
     assert "pip-ignored-python" in got and "pip-no-distribution-sglang" in got
     assert "pip-no-version-sgl-kernel" in got
+    got = slugs(engine, (REAL / "pip_short.txt").read_text(encoding="utf-8"))
+    assert got == ["pip-no-version", "pip-no-distribution", "pip-no-version-sglang-kernel",
+                   "pip-no-distribution-sglang-kernel"]
     got = slugs(engine, (REAL / "pip_wheeltag.txt").read_text(encoding="utf-8"))
     assert got == ["pip-unsupported-wheel", "pip-unsupported-wheel"]
     got = slugs(engine, (REAL / "pip_uv_urllib3.txt").read_text(encoding="utf-8"))
@@ -212,3 +219,12 @@ def test_torch_compile_backend_failure(engine: Engine) -> None:
     event = event_of(engine, text, "dynamo-backend-failed")
     assert event["captures"]["backend"] == "inductor"
     assert any("--enable-torch-compile" in s for s in event["remediation"]["solutions"])
+
+
+def test_cmake_build_of_a_cuda_package(engine: Engine) -> None:
+    """pip 26.3 building a scikit-build-core package whose CMake project asks nvcc 13.0 for
+    sm_50: CMake's compiler check fails, quoting nvcc's fatal line."""
+    got = slugs(engine, (REAL / "pip_cmake.txt").read_text(encoding="utf-8"))
+    for slug in ("cmake-error", "cmake-cuda-compiler-broken", "skbuild-cmake-failed",
+                 "nvcc-unsupported-gpu-architecture", "pip-failed-building-wheel"):
+        assert slug in got, slug

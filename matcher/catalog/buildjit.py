@@ -51,7 +51,7 @@ class Message:
     what it means and what to do."""
 
     key: str
-    tool: str  # pip, uv, nvcc, gcc, torch
+    tool: str  # pip, uv, nvcc, gcc, cmake, scikit-build-core, torch
     literal: str
     pattern: str
     documentation: str
@@ -268,6 +268,40 @@ COMPILER: tuple[Message, ...] = (
              "py.c:1:10: fatal error: Python.h: No such file or directory",
              ("miss.cu:1:10: fatal error: flashinfer/attention/missing_header.cuh: No such file "
              "or directory"))),
+)
+
+_CMAKE_CUDA = (
+    ("Read the compiler's output CMake quotes under the message: `nvcc fatal   : Unsupported "
+    "gpu architecture 'compute_XX'` means the build asks for an architecture this nvcc no "
+    "longer (or not yet) supports — set the package's architecture list "
+    "(`CMAKE_CUDA_ARCHITECTURES`, `TORCH_CUDA_ARCH_LIST`) to the GPU's, or use a CUDA "
+    "toolkit that supports it; a host compiler nvcc rejects needs a supported gcc "
+    "(`CUDAHOSTCXX`)."),
+) + _BUILD_SOLUTIONS[1:]
+
+BUILD_SYSTEMS: tuple[Message, ...] = (
+    Message("cmake-error", "cmake", "CMake Error at ",
+            r"CMake Error at (?P<file>[^\s:]+):(?P<line>\d+) \((?P<command>\w+)\):",
+            "CMake stopped the configuration of a package's build (sgl-kernel and other "
+            "kernels build with CMake): the indented text under it says why.",
+            (("Read the indented message under the line and the `Call Stack`: a missing "
+             "package or toolkit (`Could NOT find …`: install it or point its *_ROOT/CUDA_HOME "
+             "at it), or a compiler that fails CMake's test (the output it quotes)."),)
+            + _BUILD_SOLUTIONS[1:],
+            (("      CMake Error at /usr/share/cmake-3.25/Modules/CMakeTestCUDACompiler.cmake:103 "
+             "(message):"),)),
+    Message("cmake-cuda-compiler-broken", "cmake", "is not able to compile a simple test "
+            "program.",
+            r"is not able to compile a simple test program\.",
+            "CMake's check of the CUDA (or C/C++) compiler failed: the compiler, with the flags "
+            "the project sets (its GPU architectures among them), cannot build an empty "
+            "program.", _CMAKE_CUDA,
+            ("        is not able to compile a simple test program.",)),
+    Message("skbuild-cmake-failed", "scikit-build-core", "CMake configuration failed",
+            r"\*\*\* CMake (?P<step>configuration|build|install) failed",
+            "scikit-build-core (the build backend of sgl-kernel and other CMake-built "
+            "packages) ran CMake and it failed at this step; the CMake output above says why.",
+            _BUILD_SOLUTIONS, ("      *** CMake configuration failed",)),
 )
 
 TORCH_COMPILE: tuple[Message, ...] = (
@@ -525,7 +559,8 @@ def package_records(w: Wheels, read: Facts) -> list[dict[str, Any]]:
 
 def build(facts: Facts) -> list[dict[str, Any]]:
     records = [message_record(m, facts.read[m.key])
-               for m in (*INSTALLER, *COMPILER, *TORCH_COMPILE) if m.key in facts.read]
+               for m in (*INSTALLER, *COMPILER, *BUILD_SYSTEMS, *TORCH_COMPILE)
+               if m.key in facts.read]
     torch_read = sorted({v for vs in facts.torch_sites.values() for v in vs})
     for (cls, template), versions in sorted(facts.torch_sites.items()):
         rec = torch_site_record(cls, template, versions, torch_read)

@@ -1,7 +1,7 @@
 """What the install and build tools print, read from the tools: `buildjit.facts.tsv`.
 
     python -m matcher.catalog.buildjit_facts --pip DIR … --uv BIN … --torch WHEEL … \
-        --nvcc BIN --gcc BIN --pypi [-o patterns/sglang/generated/buildjit.facts.tsv]
+        --nvcc BIN --gcc BIN --cmake BIN --skbuild WHEEL --pypi [-o patterns/sglang/generated/buildjit.facts.tsv]
 
 - `--pip DIR`: an installed `pip` package directory; each literal of `buildjit.INSTALLER`
   whose tool is pip is looked for in its `_internal/**/*.py` (the raise and log sites).
@@ -14,6 +14,8 @@
 - `--nvcc BIN`, `--gcc BIN`: each is run on a source that fails (two undefined names; a
   missing header) and every compiler record whose pattern matches a line of its output is
   recorded as printed by that version.
+- `--cmake BIN`: configures a CUDA project for sm_50, which CUDA 13's nvcc rejects; the cmake
+  records its output matches. `--skbuild WHEEL`: a scikit-build-core wheel's Python source.
 - `--pypi`: PyPI's JSON API for sglang's own packages (`PACKAGES`): the newest release's
   Requires-Python and wheel tags.
 
@@ -34,7 +36,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from matcher.catalog import extract
-from matcher.catalog.buildjit import COMPILER, FACTS, INSTALLER, TORCH_COMPILE, Message
+from matcher.catalog.buildjit import (
+    BUILD_SYSTEMS,
+    COMPILER,
+    FACTS,
+    INSTALLER,
+    TORCH_COMPILE,
+    Message,
+)
 
 PACKAGES = ("sglang", "sgl-kernel", "sglang-kernel", "flashinfer-python", "sglang-router")
 CPP_EXTENSION = "torch/utils/cpp_extension.py"
@@ -130,6 +139,34 @@ def _prints(m: Message, lines: Iterable[str]) -> bool:
     return any(m.literal in line for line in lines)
 
 
+_CMAKE_PROJECT = ("cmake_minimum_required(VERSION 3.18)\nset(CMAKE_CUDA_ARCHITECTURES 50)\n"
+                  "project(probe LANGUAGES CXX CUDA)\n")
+
+
+def cmake_rows(cmake: Path) -> list[Row]:
+    """Configure a project whose CUDA architecture (sm_50) the nvcc on PATH rejects (CUDA 13
+    dropped it), as old kernel packages do; the cmake records its output matches."""
+    version = subprocess.run([str(cmake), "--version"], capture_output=True, text=True,
+                             check=True).stdout.split()[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "CMakeLists.txt").write_text(_CMAKE_PROJECT, encoding="utf-8")
+        run = subprocess.run([str(cmake), "-S", tmp, "-B", f"{tmp}/build"],
+                             capture_output=True, text=True)
+    lines = (run.stdout + run.stderr).splitlines()
+    return [("literal", "cmake", version, m.key) for m in BUILD_SYSTEMS
+            if m.tool == "cmake" and _prints(m, lines)]
+
+
+def skbuild_rows(wheel: Path) -> list[Row]:
+    """scikit-build-core's messages, looked for in its wheel's Python source."""
+    version = wheel.name.split("-")[1]
+    with zipfile.ZipFile(wheel) as z:
+        text = "\n".join(z.read(n).decode("utf-8", "replace") for n in z.namelist()
+                         if n.endswith(".py"))
+    return [("literal", "scikit-build-core", version, m.key) for m in BUILD_SYSTEMS
+            if m.tool == "scikit-build-core" and m.literal in text]
+
+
 def pypi_rows(packages: Sequence[str] = PACKAGES) -> list[Row]:
     rows: list[Row] = []
     for name in packages:
@@ -151,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--torch", type=Path, action="append", default=[])
     ap.add_argument("--nvcc", type=Path, action="append", default=[])
     ap.add_argument("--gcc", type=Path, action="append", default=[])
+    ap.add_argument("--cmake", type=Path, action="append", default=[])
+    ap.add_argument("--skbuild", type=Path, action="append", default=[],
+                    help="a scikit-build-core wheel")
     ap.add_argument("--pypi", action="store_true")
     ap.add_argument("-o", "--output", type=Path, default=FACTS)
     args = ap.parse_args(argv)
@@ -165,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += compiler_rows("nvcc", b)
     for b in args.gcc:
         rows += compiler_rows("gcc", b)
+    for b in args.cmake:
+        rows += cmake_rows(b)
+    for w in args.skbuild:
+        rows += skbuild_rows(w)
     if args.pypi:
         rows += pypi_rows()
     text = "".join("\t".join(r) + "\n" for r in sorted(set(rows)))
