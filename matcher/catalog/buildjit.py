@@ -400,6 +400,15 @@ def _versions(read: Sequence[tuple[str, str]], tool: str) -> list[str]:
     return compact_ranges(held, sort_versions(held))
 
 
+# How `buildjit_facts` knows a tool prints a message.
+HOW_READ: Mapping[str, str] = {
+    "pip": "found in its source", "uv": "found in its binary",
+    "scikit-build-core": "found in its source", "torch": "found in its source",
+    "nvcc": "printed when run on a failing source", "gcc": "printed when run on a failing source",
+    "cmake": "printed when run on a failing project",
+}
+
+
 def message_record(m: Message, read: Sequence[tuple[str, str]]) -> dict[str, Any]:
     tools = sorted({t for t, _ in read})
     said = ", ".join(f"{t} {', '.join(sort_versions({v for tt, v in read if tt == t}))}"
@@ -412,9 +421,8 @@ def message_record(m: Message, read: Sequence[tuple[str, str]]) -> dict[str, Any
         "errorClass": m.error_class,
         "errorType": "install" if m.tool in ("pip", "uv") else "build",
         "severity": m.severity,
-        "documentation": f"{m.documentation} Printed by {said} (read: {m.tool}'s own "
-                         f"{'source' if m.tool == 'pip' else 'output'}). Advice: "
-                         f"{INSTALL_DOC}, and the tool's own message.",
+        "documentation": f"{m.documentation} Printed by {said} ({HOW_READ[m.tool]}). "
+                         f"Advice: {INSTALL_DOC}, and the tool's own message.",
         "solutions": list(m.solutions),
         "tags": ["buildjit", m.tool, "install" if m.tool in ("pip", "uv") else "build"],
         "sourcePackage": m.tool,
