@@ -11,9 +11,9 @@ SIGHUP builds again with the running topology as `previous`: what did not change
 (the bound server, the webhook's queue, the open events file, a journal unit's reader), what
 did is made anew, and what read positions, counters and held events depend on — the files
 followed, the checkpoint state, the metrics registry — carries over. A new build that fails
-leaves the running topology untouched. Four settings cannot change without a restart, and a
-change to one is logged (`setting_not_reloaded`): `state_dir`, `checkpoints`, `labels`, `labels_from_env`
-(every series carries the labels by name; Prometheus cannot rename them in place).
+leaves the running topology untouched. The settings declared not reloadable
+(`config.NOT_RELOADABLE`: the state dir and its use, the labels) cannot change without a
+restart, and a change to one is logged (`setting_not_reloaded`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry
 
 from matcher import __version__, limits
 from matcher.catalog import Catalog, CatalogError, load_catalog
-from matcher.config import Config, ConfigError
+from matcher.config import NOT_RELOADABLE, Config, ConfigError
 from matcher.engine import Engine
 from matcher.http import HttpServer, parse_address
 from matcher.pipeline import Pipeline
@@ -57,9 +57,6 @@ from matcher.source.stdin import StdinSource
 from matcher.source.tail import FileSource, descriptor_budget, own_identities
 from matcher.telemetry import Logger, Telemetry
 from matcher.types import Sink, Source
-
-# Settings a reload cannot apply (see the module docstring); a change to one is logged.
-NOT_RELOADABLE = ("state_dir", "checkpoints", "labels", "labels_from_env")
 
 
 @dataclass(slots=True)
@@ -411,13 +408,8 @@ def _redactor(config: Config) -> Redactor:
 
 
 def _address(config: Config) -> tuple[str, int] | None:
-    if not config.metrics_addr:
-        return None
-    try:
-        return parse_address(config.metrics_addr)
-    except ValueError as e:
-        raise ConfigError(f"setting 'metrics_addr': {e}",
-                          "use HOST:PORT, [IPv6]:PORT or :PORT (all interfaces)") from e
+    """The metrics address, checked by `load_config` (`Config.metrics_addr`'s check)."""
+    return parse_address(config.metrics_addr) if config.metrics_addr else None
 
 
 def _check_webhook_url(config: Config, redactor: Redactor) -> None:

@@ -27,7 +27,8 @@ from jsonschema import Draft202012Validator
 from matcher import reference
 from matcher.catalog import load as catalog_load
 from matcher.catalog.schema import FIX_OPS, ROLES, SEVERITIES, CatalogRecord
-from matcher.config import ENV_PREFIX, Config, load_config
+from matcher.config import Config, load_config
+from matcher.settings import ENV_PREFIX
 from matcher.sinks import events as events_module
 from matcher.types import Event
 
@@ -245,16 +246,22 @@ def test_the_metrics_page_lists_every_family_of_a_built_daemon():
 def test_configuration_md_is_what_the_code_says():
     made = reference.render("configuration")
     assert (DOCS / "configuration.md").read_text(encoding="utf-8") == made, \
-        f"docs/configuration.md differs from Config and the watch parser: {UPDATE}"
+        f"docs/configuration.md differs from the settings Config declares: {UPDATE}"
 
 
 def test_every_setting_is_described():
+    from matcher.config import NOT_RELOADABLE, SETTINGS
+
     fields = [f.name for f in dataclasses.fields(Config)]
-    assert sorted(reference.DESCRIPTIONS) == sorted(fields), \
-        "matcher/reference.py DESCRIPTIONS: one entry per Config field"
+    assert [s.name for s in SETTINGS] == fields
+    assert all(s.doc.strip() for s in SETTINGS), "matcher/config.py: a setting without doc="
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")
     for name in fields:
         assert f"### `{name}`" in text and f"`{ENV_PREFIX}{name.upper()}`" in text, name
+    # The settings a reload leaves alone are named where the page says what SIGHUP does.
+    sighup = " ".join(text.split("SIGHUP", 1)[1].split("\n\n", 1)[0].split())
+    said = sighup.split("except ", 1)[1].split(", which need a restart", 1)[0]
+    assert said.replace(" and ", ", ").split(", ") == [f"`{n}`" for n in NOT_RELOADABLE]
 
 
 def _sample(f: dataclasses.Field) -> str:
@@ -289,7 +296,10 @@ def test_every_environment_variable_in_the_page_sets_its_setting():
 
 def test_every_watch_flag_is_in_the_page():
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")
-    watch = reference._watch_parser()
+    from matcher.commands import build_parser
+
+    [watch] = [p for a in build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+               for name, p in a.choices.items() if name == "watch"]
     options = [o for a in watch._actions if a.help != "==SUPPRESS==" for o in a.option_strings
                if o.startswith("--")]
     assert "--label" in options and "--otlp-endpoint" in options
