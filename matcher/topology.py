@@ -287,11 +287,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     address = _address(config)
     _check_webhook_url(config, redactor)
     otlp_url = _otlp_url(config, redactor)
-    not_reloaded = [name for name in NOT_RELOADABLE
-                    if prev is not None and getattr(prev.config, name) != getattr(config, name)]
-    kept = config
-    if prev is not None and not_reloaded:  # run on with the values the series were made with
-        kept = dataclasses.replace(config, **{n: getattr(prev.config, n) for n in not_reloaded})
+    kept, not_reloaded = _reloadable_part(config, prev)
     labels = kept.static_labels()
 
     # 2. The catalog: the slow part, and the one most often wrong after an edit. When it
@@ -314,20 +310,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     else:
         # Before anything is opened: a systemd service starts with a soft limit of 1024.
         nofile = limits.raise_nofile_limit()
-        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-        registry = CollectorRegistry()
-        # process_* (CPU, memory, descriptors, start time) on our registry, as client_python
-        # puts them on its default one: a sidecar's own cost is alertable.
-        prometheus_client.ProcessCollector(registry=registry)
-        try:
-            telemetry = Telemetry(registry, log, labels, redactor=redactor)
-            metrics = MetricsSink(registry, catalog=catalog, static_labels=labels,
-                                  build_version=__version__, catalog_version=catalog.version,
-                                  redactor=redactor)
-        except ValueError as e:
-            raise ConfigError(f"setting 'labels': {e}",
-                              "label names are letters, digits and _; not one the matcher's "
-                              "own series use") from e
+        registry, telemetry, metrics = _counters(log, labels, redactor, catalog)
 
     # 4. Outputs that open something: each kept when its setting did not change.
     ring = _ring(config, prev)
@@ -391,6 +374,38 @@ def retire(old: Topology, new: Topology) -> None:
         if id(journal) not in kept:
             journal.close()
     old.stdout.flush()
+
+
+def _reloadable_part(config: Config, prev: Topology | None) -> tuple[Config, list[str]]:
+    """`config` with the running value of each setting a reload cannot apply, and the names
+    of those that changed (each is logged as `setting_not_reloaded`)."""
+    if prev is None:
+        return config, []
+    changed = [n for n in NOT_RELOADABLE if getattr(prev.config, n) != getattr(config, n)]
+    if not changed:
+        return config, []
+    # Run on with the values the series were made with.
+    return dataclasses.replace(config, **{n: getattr(prev.config, n) for n in changed}), changed
+
+
+def _counters(log: Logger, labels: dict[str, str], redactor: Redactor,
+              catalog: Catalog) -> tuple[CollectorRegistry, Telemetry, MetricsSink]:
+    """The process's one registry, with the daemon's own counters and the catalog's."""
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+    registry = CollectorRegistry()
+    # process_* (CPU, memory, descriptors, start time) on our registry, as client_python
+    # puts them on its default one: a sidecar's own cost is alertable.
+    prometheus_client.ProcessCollector(registry=registry)
+    try:
+        telemetry = Telemetry(registry, log, labels, redactor=redactor)
+        metrics = MetricsSink(registry, catalog=catalog, static_labels=labels,
+                              build_version=__version__, catalog_version=catalog.version,
+                              redactor=redactor)
+    except ValueError as e:
+        raise ConfigError(f"setting 'labels': {e}",
+                          "label names are letters, digits and _; not one the matcher's "
+                          "own series use") from e
+    return registry, telemetry, metrics
 
 
 # -- one function per setting that can be wrong -----------------------------------------------
