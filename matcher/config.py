@@ -13,7 +13,6 @@ import argparse
 import difflib
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -417,6 +416,8 @@ def validate(config: Config) -> Config:
 
 
 def _file_values(file: Path) -> dict[str, Any]:
+    import tomllib  # only `watch --config` reads a file: the other commands do without
+
     try:
         doc = tomllib.loads(file.read_text(encoding="utf-8"))
     except OSError as e:

@@ -4,12 +4,8 @@ into one table (for the fixes `catalog extract` derives)."""
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +55,11 @@ def _wheels(args: argparse.Namespace) -> tuple[list[Path], list[str]]:
 
 
 def cmd_server_args(args: argparse.Namespace) -> int:
+    import gzip
+    import json
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
     from matcher.catalog.server_args import DumpError, ServerArgsTable, dump_release
 
     out = sys.stdout
