@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matcher.catalog.schema import SEVERITIES as EVENT_SEVERITIES
 from matcher.decode import INPUT_FORMATS
 from matcher.settings import (
     BOOL,
@@ -39,7 +40,7 @@ from matcher.settings import (
 
 # `auto`: `human` when stdout is a terminal, else `json`; `console` is `human`'s older name.
 LOG_FORMATS = ("auto", "json", "human", "console")
-SEVERITIES = ("info", "warning", "error", "critical")
+MIN_SEVERITIES = tuple(reversed(EVENT_SEVERITIES))  # the least severe first
 EVENTS_ACCESS = ("local", "any", "off")  # who `/events` serves (matcher.http)
 # Label names the daemon's own series use (sinks/metrics.py, telemetry.py), and the ones
 # Prometheus gives a meaning (histogram buckets, summary quantiles): a static label of one of
@@ -194,7 +195,7 @@ class Config:
                   "object per line), human (as scan prints them), or auto (default: human on "
                   "a terminal, json otherwise); --input-format is the log's format"))
     min_severity: str = setting(
-        "info", kind=TEXT, choices=SEVERITIES,
+        "info", kind=TEXT, choices=MIN_SEVERITIES,
         doc="Print, write and send only events of this severity or above (`info`, `warning`, "
             "`error`, `critical`); the metrics count every event whatever it is set to.",
         flag=Flag(("--min-severity",), "print and send only events of this severity or above "
