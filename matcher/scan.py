@@ -1,7 +1,7 @@
 """Saved logs read to events, as `scan` reports them: by one process, or by N (`parallel`).
 
-The command (`cli.cmd_scan`) decides what to read (`source.saved.find`), shows progress and
-turns the result into a report and an exit code; this module reads: each input opened as its
+The command (`commands.scan.cmd_scan`) decides what to read (`source.saved.find`), shows
+progress and turns the result into a report and an exit code; this module reads: each input opened as its
 text (`source.saved.open_log`: compressed files decompressed), fed through one `Pipeline` in
 reads of `READ_SIZE`, the events redacted into dicts in log order (or JSON lines, `json_line`).
 """

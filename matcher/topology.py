@@ -11,9 +11,9 @@ SIGHUP builds again with the running topology as `previous`: what did not change
 (the bound server, the webhook's queue, the open events file, a journal unit's reader), what
 did is made anew, and what read positions, counters and held events depend on — the files
 followed, the checkpoint state, the metrics registry — carries over. A new build that fails
-leaves the running topology untouched. Four settings cannot change without a restart, and a
-change to one is logged (`setting_not_reloaded`): `state_dir`, `checkpoints`, `labels`, `labels_from_env`
-(every series carries the labels by name; Prometheus cannot rename them in place).
+leaves the running topology untouched. The settings declared not reloadable
+(`config.NOT_RELOADABLE`: the state dir and its use, the labels) cannot change without a
+restart, and a change to one is logged (`setting_not_reloaded`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry
 
 from matcher import __version__, limits
 from matcher.catalog import Catalog, CatalogError, load_catalog
-from matcher.config import Config, ConfigError
+from matcher.config import NOT_RELOADABLE, Config, ConfigError
 from matcher.engine import Engine
 from matcher.http import HttpServer, parse_address
 from matcher.pipeline import Pipeline
@@ -57,9 +57,6 @@ from matcher.source.stdin import StdinSource
 from matcher.source.tail import FileSource, descriptor_budget, own_identities
 from matcher.telemetry import Logger, Telemetry
 from matcher.types import Sink, Source
-
-# Settings a reload cannot apply (see the module docstring); a change to one is logged.
-NOT_RELOADABLE = ("state_dir", "checkpoints", "labels", "labels_from_env")
 
 
 @dataclass(slots=True)
@@ -290,11 +287,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     address = _address(config)
     _check_webhook_url(config, redactor)
     otlp_url = _otlp_url(config, redactor)
-    not_reloaded = [name for name in NOT_RELOADABLE
-                    if prev is not None and getattr(prev.config, name) != getattr(config, name)]
-    kept = config
-    if prev is not None and not_reloaded:  # run on with the values the series were made with
-        kept = dataclasses.replace(config, **{n: getattr(prev.config, n) for n in not_reloaded})
+    kept, not_reloaded = _reloadable_part(config, prev)
     labels = kept.static_labels()
 
     # 2. The catalog: the slow part, and the one most often wrong after an edit. When it
@@ -317,20 +310,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     else:
         # Before anything is opened: a systemd service starts with a soft limit of 1024.
         nofile = limits.raise_nofile_limit()
-        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-        registry = CollectorRegistry()
-        # process_* (CPU, memory, descriptors, start time) on our registry, as client_python
-        # puts them on its default one: a sidecar's own cost is alertable.
-        prometheus_client.ProcessCollector(registry=registry)
-        try:
-            telemetry = Telemetry(registry, log, labels, redactor=redactor)
-            metrics = MetricsSink(registry, catalog=catalog, static_labels=labels,
-                                  build_version=__version__, catalog_version=catalog.version,
-                                  redactor=redactor)
-        except ValueError as e:
-            raise ConfigError(f"setting 'labels': {e}",
-                              "label names are letters, digits and _; not one the matcher's "
-                              "own series use") from e
+        registry, telemetry, metrics = _counters(log, labels, redactor, catalog)
 
     # 4. Outputs that open something: each kept when its setting did not change.
     ring = _ring(config, prev)
@@ -396,6 +376,38 @@ def retire(old: Topology, new: Topology) -> None:
     old.stdout.flush()
 
 
+def _reloadable_part(config: Config, prev: Topology | None) -> tuple[Config, list[str]]:
+    """`config` with the running value of each setting a reload cannot apply, and the names
+    of those that changed (each is logged as `setting_not_reloaded`)."""
+    if prev is None:
+        return config, []
+    changed = [n for n in NOT_RELOADABLE if getattr(prev.config, n) != getattr(config, n)]
+    if not changed:
+        return config, []
+    # Run on with the values the series were made with.
+    return dataclasses.replace(config, **{n: getattr(prev.config, n) for n in changed}), changed
+
+
+def _counters(log: Logger, labels: dict[str, str], redactor: Redactor,
+              catalog: Catalog) -> tuple[CollectorRegistry, Telemetry, MetricsSink]:
+    """The process's one registry, with the daemon's own counters and the catalog's."""
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+    registry = CollectorRegistry()
+    # process_* (CPU, memory, descriptors, start time) on our registry, as client_python
+    # puts them on its default one: a sidecar's own cost is alertable.
+    prometheus_client.ProcessCollector(registry=registry)
+    try:
+        telemetry = Telemetry(registry, log, labels, redactor=redactor)
+        metrics = MetricsSink(registry, catalog=catalog, static_labels=labels,
+                              build_version=__version__, catalog_version=catalog.version,
+                              redactor=redactor)
+    except ValueError as e:
+        raise ConfigError(f"setting 'labels': {e}",
+                          "label names are letters, digits and _; not one the matcher's "
+                          "own series use") from e
+    return registry, telemetry, metrics
+
+
 # -- one function per setting that can be wrong -----------------------------------------------
 
 def _redactor(config: Config) -> Redactor:
@@ -411,13 +423,8 @@ def _redactor(config: Config) -> Redactor:
 
 
 def _address(config: Config) -> tuple[str, int] | None:
-    if not config.metrics_addr:
-        return None
-    try:
-        return parse_address(config.metrics_addr)
-    except ValueError as e:
-        raise ConfigError(f"setting 'metrics_addr': {e}",
-                          "use HOST:PORT, [IPv6]:PORT or :PORT (all interfaces)") from e
+    """The metrics address, checked by `load_config` (`Config.metrics_addr`'s check)."""
+    return parse_address(config.metrics_addr) if config.metrics_addr else None
 
 
 def _check_webhook_url(config: Config, redactor: Redactor) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import io
 import json
@@ -14,7 +15,7 @@ from unittest import mock
 import pytest
 
 from matcher.catalog import load_catalog as real_load_catalog
-from matcher.cli import cmd_test
+from matcher.commands.catalog.test import cmd_test
 
 LAUNCH = Path(__file__).parent / "fixtures" / "sglang" / "launch"
 SEED_ID = "4e2cdd4d6209ebbd"
@@ -183,8 +184,9 @@ def test_catalog_test_reports_an_example_taken_by_a_more_specific_record(tmp_pat
     # built-in record may take an example too); the same check on PATH alone spares the suite a
     # 30-second compile of that one-off catalog. The command itself: the built-in test above.
     out = io.StringIO()
-    with mock.patch("matcher.cli.load_catalog",
-                    lambda **kw: real_load_catalog(**{**kw, "builtin": False})):
+    without_builtin = lambda **kw: real_load_catalog(**{**kw, "builtin": False})  # noqa: E731
+    with mock.patch("matcher.commands.common.load_catalog", without_builtin), \
+            mock.patch("matcher.commands.catalog.test.load_catalog", without_builtin):
         assert cmd_test([cat], out) == 1
     assert "record 0 (id general): examples.match: taken by a more specific record: specific" in out.getvalue()
 
@@ -423,7 +425,7 @@ def test_watch_format_chooses_how_events_are_written_and_names_the_log_formats_f
 
 
 def test_watch_input_format_is_scans_spelling():
-    from matcher.cli import build_parser
+    from matcher.commands import build_parser
 
     args = build_parser().parse_args(["watch", "--input-format", "cri", "x.log"])
     assert args.input_format == "cri"
@@ -554,7 +556,7 @@ def test_scans_summary_counts_the_entries_it_lists():
 def test_watch_help_says_what_it_does_and_its_exit_codes_and_every_flag_has_help():
     """`watch --help`: a description, the exit codes (0, 1, 2 and --check's), and no flag
     without a line of help (--poll-interval had none)."""
-    from matcher.cli import build_parser
+    from matcher.commands import build_parser
 
     out = cli("watch", "--help")
     assert out.returncode == 0
@@ -599,3 +601,31 @@ def test_watch_with_a_journal_unit_and_no_path_follows_the_journal_only(tmp_path
                            "--journal-unit", "sglang.service", str(tmp_path / "*.log")],
                           capture_output=True, text=True, env={**os.environ, **env})
     assert both.stdout.startswith("configuration ok: 1 path patterns"), both.stderr
+
+
+def _commands(parser, path=()):
+    """(words, parser) of every command and subcommand under `parser`."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _commands(sub, (*path, name))
+
+
+def test_every_commands_help_says_what_it_does_its_exit_codes_and_each_flags_help():
+    from matcher.commands import build_parser
+
+    parser = build_parser()
+    found = dict(_commands(parser))
+    assert {("scan",), ("watch",), ("fix",), ("explain",), ("catalog", "lint"),
+            ("catalog", "extract"), ("catalog", "export"), ("catalog", "precompile")} <= set(found)
+    for words, sub in [((), parser), *found.items()]:
+        assert sub.description, words
+        assert sub.epilog and sub.epilog.startswith("exit status: "), words
+        assert " ".join(sub.epilog.split()) in " ".join(sub.format_help().split()), words
+        silent = [a.option_strings or a.dest for a in sub._actions
+                  if not a.help and not isinstance(a, argparse._SubParsersAction)]
+        assert silent == [], words
+    # A command's function is what its parser sets: the dispatch has no list of names.
+    args = parser.parse_args(["catalog", "lint"])
+    assert args.func.__module__ == "matcher.commands.catalog.lint"

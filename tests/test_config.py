@@ -36,7 +36,7 @@ def test_labels_from_env_read_pod_namespace_node():
     ("file", "paths = [\n", {}, "not valid TOML"),
     ("env", "", {"SGLANG_MATCHER_FROM_BEGINNING": "maybe"}, "environment SGLANG_MATCHER_FROM_BEGINNING"),
     ("env", "", {"SGLANG_MATCHER_INPUT_FORMAT": "syslog"}, "setting 'input_format'"),
-    ("env", "", {"SGLANG_MATCHER_METRICS_ADDR": "9464"}, "is not HOST:PORT"),
+    ("env", "", {"SGLANG_MATCHER_METRICS_ADDR": "9464"}, "not an address of the form HOST:PORT"),
 ])
 def test_bad_values_name_the_setting_and_where_it_came_from(tmp_path, source, content, env, needle):
     f = tmp_path / "bad.toml"
@@ -119,3 +119,91 @@ def test_journal_units_alone_follow_no_default_files(tmp_path):
     toml.write_text('paths = ["/f/*.log"]\n')
     assert load_config(file=toml, environ={}, flags=journal).paths == ("/f/*.log",)
     assert load_config(environ={}).paths == Config().paths == ("/var/log/sglang/*.log",)
+
+
+def test_each_setting_parses_to_the_type_config_declares():
+    """One declaration per setting: the kind that parses a value makes the type the field is
+    annotated with (a real type, compared as such), and its default is of that type too."""
+    import typing
+
+    from matcher.config import SETTINGS
+
+    hints = typing.get_type_hints(Config)
+    assert [s.name for s in SETTINGS] == list(hints)
+    for s in SETTINGS:
+        assert s.kind.type == hints[s.name], s.name
+        default = s.default_value()
+        origin = typing.get_origin(s.kind.type) or s.kind.type
+        if origin in (typing.Union, type(int | None)):
+            assert default is None or isinstance(default, typing.get_args(s.kind.type)), s.name
+        else:
+            assert isinstance(default, origin if origin is not typing.Mapping else dict), s.name
+
+
+def test_a_flag_sets_what_its_setting_declares():
+    """`watch`'s flags come from the settings: each flag given sets its setting, nothing else."""
+    from matcher.commands import build_parser
+    from matcher.commands.watch import watch_flags
+    from matcher.config import SETTINGS
+
+    parser = build_parser()
+    base = watch_flags(parser.parse_args(["watch"]))
+    assert set(base) == {s.name for s in SETTINGS if s.flag is not None}
+    assert all(v is None for v in base.values())
+    samples = {"--poll-interval": "2", "--label": "team=a", "--input-format": "cri",
+               "--format": "human", "--min-severity": "error", "--events-access": "any",
+               "--metrics-addr": "127.0.0.1:0"}
+    for s in SETTINGS:
+        if s.flag is None or not s.flag.options:
+            continue
+        option = s.flag.options[0]
+        argv = [option] + ([samples.get(option, "x")] if s.flag.takes_value else [])
+        given = watch_flags(parser.parse_args(["watch", *argv]))
+        assert [k for k, v in given.items() if v is not None] == [s.name], option
+        load_config(environ={}, flags=given)  # and the config takes it
+    assert watch_flags(parser.parse_args(["watch", "-"]))["paths"] == []
+    assert watch_flags(parser.parse_args(["watch", "a.log", "-"]))["paths"] == ["a.log"]
+
+
+@pytest.mark.parametrize("addr,needle", [
+    ("9464", "not an address of the form HOST:PORT"),
+    ("::1:9400", "an IPv6 address needs brackets"),
+    ("host:99999", "not an address of the form HOST:PORT"),
+])
+def test_the_metrics_address_is_checked_once_by_the_parser_the_server_uses(addr, needle):
+    with pytest.raises(ConfigError) as e:
+        load_config(environ={"SGLANG_MATCHER_METRICS_ADDR": addr})
+    assert str(e.value).startswith("setting 'metrics_addr': ") and needle in str(e.value)
+    assert e.value.hint == "use HOST:PORT, [IPv6]:PORT or :PORT (all interfaces)"
+    assert load_config(environ={"SGLANG_MATCHER_METRICS_ADDR": "[::1]:9400"}).metrics_addr
+
+
+def test_a_reload_keeps_the_settings_declared_not_reloadable(tmp_path):
+    """A rebuild at SIGHUP runs on with the old value of every setting declared not reloadable,
+    `checkpoints` among them, and names each."""
+    import dataclasses
+    import io
+
+    from matcher.config import NOT_RELOADABLE
+    from matcher.topology import build
+
+    class Quiet:
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+
+    first = Config(paths=(), state_dir=tmp_path / "a", builtin_catalog=False,
+                   sglang_version="none")
+    changed = dataclasses.replace(first, state_dir=tmp_path / "b", checkpoints=False,
+                                  labels={"team": "x"}, labels_from_env={"pod": "POD_NAME"},
+                                  poll_interval=3.0)
+    old = build(first, log=Quiet(), stdout=io.StringIO())
+    try:
+        new = build(changed, log=Quiet(), stdout=io.StringIO(), previous=old)
+        try:
+            assert new.not_reloaded == list(NOT_RELOADABLE) == [
+                "state_dir", "checkpoints", "labels", "labels_from_env"]
+            assert new.config.checkpoints is True and new.config.poll_interval == 3.0
+        finally:
+            new.close()
+    finally:
+        old.close()

@@ -91,7 +91,7 @@ def test_catalog_lint_names_records_a_cut_line_cannot_match(tmp_path):
     import io
     import json
 
-    from matcher.cli import cmd_lint
+    from matcher.commands.catalog.lint import cmd_lint
 
     cat = tmp_path / "mine.jsonl"
     cat.write_text("\n".join(json.dumps(r) for r in [

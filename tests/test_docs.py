@@ -24,10 +24,11 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from matcher import reference
+from matcher import reference, settings
 from matcher.catalog import load as catalog_load
 from matcher.catalog.schema import FIX_OPS, ROLES, SEVERITIES, CatalogRecord
-from matcher.config import ENV_PREFIX, Config, load_config
+from matcher.config import Config, load_config
+from matcher.settings import ENV_PREFIX, Setting
 from matcher.sinks import events as events_module
 from matcher.types import Event
 
@@ -245,51 +246,53 @@ def test_the_metrics_page_lists_every_family_of_a_built_daemon():
 def test_configuration_md_is_what_the_code_says():
     made = reference.render("configuration")
     assert (DOCS / "configuration.md").read_text(encoding="utf-8") == made, \
-        f"docs/configuration.md differs from Config and the watch parser: {UPDATE}"
+        f"docs/configuration.md differs from the settings Config declares: {UPDATE}"
 
 
 def test_every_setting_is_described():
+    from matcher.config import NOT_RELOADABLE, SETTINGS
+
     fields = [f.name for f in dataclasses.fields(Config)]
-    assert sorted(reference.DESCRIPTIONS) == sorted(fields), \
-        "matcher/reference.py DESCRIPTIONS: one entry per Config field"
+    assert [s.name for s in SETTINGS] == fields
+    assert all(s.doc.strip() for s in SETTINGS), "matcher/config.py: a setting without doc="
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")
     for name in fields:
         assert f"### `{name}`" in text and f"`{ENV_PREFIX}{name.upper()}`" in text, name
+    # The settings a reload leaves alone are named where the page says what SIGHUP does.
+    sighup = " ".join(text.split("SIGHUP", 1)[1].split("\n\n", 1)[0].split())
+    said = sighup.split("except ", 1)[1].split(", which need a restart", 1)[0]
+    assert said.replace(" and ", ", ").split(", ") == [f"`{n}`" for n in NOT_RELOADABLE]
 
 
-def _sample(f: dataclasses.Field) -> str:
-    kind = str(f.type)
-    samples = {"bool": "false" if f.default is True else "true", "int": "7", "float": "7",
-               "int | None": "7", "Path": "elsewhere", "Path | None": "elsewhere",
-               "str | None": "http://127.0.0.1:1/x"}
-    if kind.startswith("tuple"):
-        return "a,b"
-    if kind.startswith("Mapping"):
-        return "team=a"
-    if f.name == "input_format":
-        return "cri"
-    if f.name == "log_format":
-        return "console"
-    if f.name == "min_severity":
-        return "error"
-    if f.name == "metrics_addr":
+def _sample(s: Setting) -> str:
+    """An environment value of the setting that differs from its default."""
+    if s.choices:
+        return next(c for c in reversed(s.choices) if c != s.default_value())
+    if s.name == "metrics_addr":
         return "127.0.0.1:1"
-    if f.name == "events_access":
-        return "any"
-    return samples.get(kind, "0.5.23")
+    by_kind = {settings.BOOL: "false" if s.default_value() is True else "true",
+               settings.COUNT: "7", settings.COUNT_OR_AUTO: "7", settings.SECONDS: "7",
+               settings.PATH: "elsewhere", settings.PATH_OR_UNSET: "elsewhere",
+               settings.TEXT_OR_UNSET: "http://127.0.0.1:1/x", settings.TEXT: "0.5.23",
+               settings.TEXTS: "a,b", settings.PATHS: "a,b", settings.TABLE: "team=a"}
+    return by_kind[s.kind]
 
 
 def test_every_environment_variable_in_the_page_sets_its_setting():
+    from matcher.config import SETTINGS
+
     base = load_config(environ={})
-    for f in dataclasses.fields(Config):
-        var = f"{ENV_PREFIX}{f.name.upper()}"
-        got = load_config(environ={var: _sample(f)})
-        assert getattr(got, f.name) != getattr(base, f.name), var
+    for s in SETTINGS:
+        got = load_config(environ={s.env: _sample(s)})
+        assert getattr(got, s.name) != getattr(base, s.name), s.env
 
 
 def test_every_watch_flag_is_in_the_page():
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")
-    watch = reference._watch_parser()
+    from matcher.commands import build_parser
+
+    [watch] = [p for a in build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+               for name, p in a.choices.items() if name == "watch"]
     options = [o for a in watch._actions if a.help != "==SUPPRESS==" for o in a.option_strings
                if o.startswith("--")]
     assert "--label" in options and "--otlp-endpoint" in options

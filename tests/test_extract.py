@@ -39,7 +39,7 @@ from matcher.catalog.extract import (
 from matcher.catalog.load import load_paths, validate_record
 from matcher.catalog.releases import merge_releases
 from matcher.catalog.schema import CatalogRecord
-from matcher.cli import cmd_scan
+from matcher.commands.scan import cmd_scan
 from matcher.engine import Engine, EngineCache
 from matcher.pipeline import Pipeline
 from matcher.types import Chunk

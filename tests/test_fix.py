@@ -205,7 +205,8 @@ def test_derived_fixes_change_real_failing_commands_and_are_proven():
     relaunch itself is `bench/verify_fixes.py`'s job (figures in docs/fix.md)."""
     from matcher.catalog import load_catalog, remedy
     from matcher.catalog.server_args import ServerArgsTable, default_path
-    from matcher.cli import build_parser, cmd_fix
+    from matcher.commands import build_parser
+    from matcher.commands.fix import cmd_fix
     from matcher.engine import Engine
 
     catalog = load_catalog()

@@ -8,7 +8,9 @@ From the bottom:
   engine         matching lines against records (and the framing it needs)
   catalog tools  extract, check, export, stats, remedy, server args, releases; and
                  `matcher.catalog` itself, whose `load_catalog` may extract the installed sglang
-  application    everything else: CLI, daemon, topology, pipeline, sources, sinks, …
+  application    everything else: daemon, topology, config, pipeline, sources, sinks, …
+  commands       `matcher.commands` (one module per command) and the entry point `matcher.cli`:
+                 they may import everything; nothing else imports them
 """
 
 from __future__ import annotations
@@ -39,15 +41,23 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
+APPLICATION, COMMANDS = len(LAYERS), len(LAYERS) + 1
+
+
+def is_command(module: str) -> bool:
+    return module in ("matcher.cli", "matcher.__main__", "matcher.commands") \
+        or module.startswith("matcher.commands.")
+
+
 def layer(module: str) -> int:
     for rank, (_, members) in enumerate(LAYERS):
         if module in members:
             return rank
-    return len(LAYERS)
+    return COMMANDS if is_command(module) else APPLICATION
 
 
 def layer_name(rank: int) -> str:
-    return LAYERS[rank][0] if rank < len(LAYERS) else "application"
+    return LAYERS[rank][0] if rank < len(LAYERS) else ("application", "commands")[rank - APPLICATION]
 
 
 def imports(path: Path) -> list[tuple[int, str]]:
@@ -103,3 +113,17 @@ def test_a_wrong_way_import_is_found(tmp_path: Path) -> None:
     assert layer("matcher.catalog.extract") > layer("matcher.catalog.load")
     assert layer("matcher.engine") > layer("matcher.catalog.schema")
     assert layer("matcher.cli") > layer("matcher.catalog.extract")
+
+
+def test_nothing_below_the_commands_imports_them(tmp_path: Path) -> None:
+    """`matcher.commands` sits on top: the commands import the application, never the other
+    way (a module of the application importing a command is found)."""
+    assert layer("matcher.commands.watch") == layer("matcher.cli") == COMMANDS
+    assert layer("matcher.commands.catalog.extract") == COMMANDS
+    assert layer("matcher.daemon") == layer("matcher.config") == APPLICATION
+    commands = [m for m in MODULES if is_command(m)]
+    assert "matcher.commands.scan" in commands and "matcher.commands.catalog" in commands
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from matcher.commands.watch import watch_flags\n")
+    [(_, target)] = imports(probe)
+    assert layer(target) > layer("matcher.reference")

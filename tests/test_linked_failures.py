@@ -12,7 +12,7 @@ import pytest
 from matcher.aggregate import Aggregator
 from matcher.catalog import load_catalog
 from matcher.catalog.check import frame_text
-from matcher.cli import cmd_scan
+from matcher.commands.scan import cmd_scan
 from matcher.engine import Engine
 
 FIELD = Path(__file__).parent / "fixtures" / "field"

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matcher import parallel
-from matcher.cli import cmd_scan
+from matcher.commands.scan import cmd_scan
 from matcher.release import AUTO
 from matcher.report import exit_code
 from matcher.scan import json_line, scan_events

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matcher.catalog import load_catalog
-from matcher.cli import cmd_scan
+from matcher.commands.scan import cmd_scan
 from matcher.redact import _SEEN_MAX, Redactor
 
 secret = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",

@@ -138,7 +138,7 @@ def test_the_layer_a_record_is_loaded_in_does_not_change_which_record_wins():
     import json
 
     from matcher.catalog import builtin_patterns_dir, load_catalog
-    from matcher.cli import cmd_scan
+    from matcher.commands.scan import cmd_scan
 
     logs = sorted(str(p) for p in (Path(__file__).parent / "fixtures" / "sglang").glob("*/*.log"))
     field = sorted(str(p) for p in (Path(__file__).parent / "fixtures" / "field").glob("*/*.log"))
@@ -170,7 +170,7 @@ def test_an_upgraded_server_s_failure_keeps_its_own_record_over_the_header_s(tmp
     import json
 
     from matcher.catalog import load_catalog
-    from matcher.cli import cmd_scan
+    from matcher.commands.scan import cmd_scan
 
     crash = REPO / "tests/fixtures/field/model-runtime/8931-swa-radix-sanity-check.log"
     # The generated layer and the curated record of the header: the crash's own record is then

@@ -312,10 +312,10 @@ def test_extract_command_merges_wheels_the_same_in_any_order(tmp_path):
         assert run.returncode == 0, run.stderr
         outs.append(out)
     # the command also derives each record's fix (`remedy`, tested in test_remedy.py)
-    from matcher.cli import _remediate
+    from matcher.commands.catalog.extract import remediate
 
     records = merge_releases(extracted(VERSIONS))
-    _remediate(records, None, io.StringIO())
+    remediate(records, None, io.StringIO())
     assert outs[0].read_bytes() == outs[1].read_bytes() == "".join(iter_jsonl(records)).encode()
     stats = [p.with_name("sglang.stats.toml").read_text() for p in outs]
     assert stats[0] == stats[1]

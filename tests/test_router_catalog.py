@@ -26,7 +26,7 @@ from matcher.catalog.router import (
     remedy_for,
 )
 from matcher.catalog.rust_source import Hole, format_parts, lex, sites
-from matcher.cli import cmd_scan
+from matcher.commands.scan import cmd_scan
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "router"

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matcher.catalog import load_catalog
-from matcher.cli import cmd_scan
+from matcher.commands.scan import cmd_scan
 from matcher.wrappers import unwrap
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sglang"

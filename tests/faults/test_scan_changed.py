@@ -103,12 +103,13 @@ def test_scan_command_says_a_truncated_log_was_not_read_whole(log, tmp_path, mon
     """The command's exit code: 2 (an input not read whole) when nothing else is wrong — on a
     real excerpt whose lines hold no failure (a decode batch retracting requests)."""
     from matcher import cli
+    from matcher.commands import scan
 
     quiet = tmp_path / "quiet.log"
     shutil.copy(REPO / "tests" / "fixtures" / "field" / "gpu"
                 / "4184-decode-oom-retract-deepseek-r1.log", quiet)
     assert cli.main(["scan", "--no-progress", str(quiet)]) == 0
-    real = cli.scan_events
+    real = scan.scan_events
 
     def truncated_while_read(paths, *args, **kw):
         class Cut:
@@ -117,7 +118,7 @@ def test_scan_command_says_a_truncated_log_was_not_read_whole(log, tmp_path, mon
         kw["progress"] = Cut()
         return real(paths, *args, **kw)
 
-    monkeypatch.setattr(cli, "scan_events", truncated_while_read)
+    monkeypatch.setattr(scan, "scan_events", truncated_while_read)
     code = cli.main(["scan", "--no-progress", str(quiet)])
     err = capsys.readouterr().err
     assert SAID in err
