@@ -187,3 +187,68 @@ def test_router_messages_that_name_a_flag_say_to_change_it():
     assert RR.named_flags("Must be > 0 when queue_size > 0", flags) == ["queue-size"]
     # a file name is not a config field
     assert RR.named_flags("Failed to parse chat_template.json: {e}", flags) == []
+
+
+# --- the fix an sglang message states (`matcher.catalog.message_fix`) ----------------------------
+
+def test_a_message_that_says_raise_or_lower_a_flag_gets_that_fix():
+    """sglang's own wording (the templates of the shipped catalog, and the line of sglang#10408
+    in the train split)."""
+    from matcher.catalog.message_fix import stated_fix
+
+    line = next(x for x in (FIELD / "gpu" / "10408-alloc-req-slots-oom.log").read_text()
+                .splitlines() if "smaller number for" in x)
+    _, ways = stated_fix(line)
+    assert [w[0].flag for w in ways] == ["--max-running-requests"]
+    assert ways[0][0].value == "<lower than the current value>"
+    _, ways = stated_fix("Host pool must hold a retraction and a receive page; increase "
+                         "--hicache-size or --hicache-ratio")
+    assert [w[0].flag for w in ways] == ["--hicache-size", "--hicache-ratio"]
+    # the direction belongs to the flag right after it
+    _, ways = stated_fix("target {target_w}x{target_h} exceeds the SR result {width}x{height}; "
+                         "pick a lower tier or a higher --resolution-scale for this source.")
+    assert ways[0][0].value.startswith("<higher")
+    assert stated_fix("Loaded weights leave no GPU memory for the KV cache under "
+                      "--mem-fraction-static={x}.") is None
+
+
+def test_every_stated_fix_names_a_numeric_flag_of_each_release_that_prints_it(catalog):
+    """Checked against the argparse parsers of the 92 releases (`server-args.json.gz`): the
+    flag exists in every release of the record's ranges that the table holds, and takes a
+    number, so "higher" and "lower" mean something. (Messages of `multimodal_gen` name the
+    diffusion server's flags, which that table does not hold.)"""
+    from matcher.catalog.server_args import ServerArgsTable, default_path, flags_of
+    from matcher.catalog.versions import in_ranges
+
+    table = ServerArgsTable.load(default_path())
+    stated = [r for r in catalog.records if r.layer == "generated" and r.peek("fix_actions")
+              and any("as the message says" in s for s in r.how_to_fix)
+              and "/multimodal_gen/" not in (r.file_path or "")]  # the diffusion CLI's flags
+    assert len(stated) >= 40
+    checked = 0
+    for r in stated:
+        for version in table.releases:
+            if not in_ranges(version, r.sglang_versions):
+                continue
+            flags = flags_of(table.at(version).values())
+            for way in r.fix_actions:
+                spec = flags.get(way[0].flag or "")
+                assert spec is not None, (r.id, version, way[0].flag)
+                assert spec.type in ("int", "float"), \
+                    (r.id, way[0].flag, spec.type)
+                checked += 1
+    assert checked > 100
+
+
+def test_the_memory_message_of_the_newer_wording_raises_the_fraction(engine, catalog):
+    """`fix` on the newer wording ("… Current value: …") raises `--mem-fraction-static` from
+    the command's value and adds no quantization."""
+    from matcher.fix import choose
+
+    [r] = [r for r in catalog.records if r.layer == "generated" and (r.error_message or "")
+           .startswith("Not enough memory. Please try to increase --mem-fraction-static. "
+                       "Current value: self.server_args")][:1]
+    _, fixed = choose(["python", "-m", "sglang.launch_server", "--mem-fraction-static", "0.7"],
+                      r.fix_actions)
+    assert fixed.added == ("--mem-fraction-static 0.85",)
+    assert not fixed.changes_model
