@@ -252,3 +252,48 @@ def test_the_memory_message_of_the_newer_wording_raises_the_fraction(engine, cat
                       r.fix_actions)
     assert fixed.added == ("--mem-fraction-static 0.85",)
     assert not fixed.changes_model
+
+
+# --- PD disaggregation's records (`matcher.catalog.area_remedies`) -------------------------------
+
+def test_mooncake_engine_error_names_the_ib_device_and_the_rdma_checks(engine, catalog):
+    """sglang#6548: the prefill's transfer thread, as pasted (its last frames)."""
+    text = (
+        '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/mooncake/conn.py", line '
+        '215, in process_layer\n'
+        '    status = self.engine.transfer_sync(\n'
+        '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/mooncake/transfer_engine.'
+        'py", line 70, in transfer_sync\n'
+        '    raise RuntimeError("Mooncake Transfer Engine Return Error.")\n'
+        'RuntimeError: Mooncake Transfer Engine Return Error.\n')
+    found = [e for e in scan_text(engine, catalog, "Traceback (most recent call last):\n" + text)
+             if e["pattern_id"]]
+    assert found
+    said = " ".join(fixes(found[-1]))
+    assert "--disaggregation-ib-device" in said and "ibv_devices" in said
+    assert "memlock" in said
+
+
+def test_bootstrap_fetch_failure_says_where_the_bootstrap_server_is(engine, catalog):
+    """kvcache-ai/Mooncake#1207: the decode side's error as the proxy returned it."""
+    line = ("KVTransferError(bootstrap_room=6677116944225248479): Could not fetch prefill "
+            "parallel info from bootstrap_addr: sglang-prefill-svc:30000\n")
+    [event] = [e for e in scan_text(engine, catalog, line) if e["pattern_id"]]
+    said = " ".join(fixes(event))
+    assert "--disaggregation-bootstrap-port" in said and "nvidia_peermem" in said
+
+
+def test_area_rules_leave_other_disaggregation_records_alone(catalog):
+    """A PP-stage range error and a teardown's deregistration are not network failures."""
+    from matcher.catalog import area_remedies
+
+    assert area_remedies.rule_for({
+        "filePath": "python/sglang/srt/disaggregation/mooncake/conn.py",
+        "errorMessage": "Prefill transfer kvcache error, layers_current_pp_stage is out of "
+                        "range: layers_current_pp_stage={x}"}) is None
+    assert area_remedies.rule_for({
+        "filePath": "python/sglang/srt/disaggregation/mooncake/transfer_engine.py",
+        "errorMessage": "Mooncake memory deregistration failed."}) is None
+    tagged = [r for r in catalog.records if area_remedies.AREA_TAG in r.tags]
+    assert len(tagged) >= 25
+    assert all("/srt/disaggregation/" in (r.file_path or "") for r in tagged)
