@@ -57,10 +57,10 @@ def _group(record: Any) -> str:
     if record.layer != "generated":
         return record.layer
     parts = path.split("/")
-    if "srt" in parts:
-        rest = parts[parts.index("srt") + 1:]
-        return "sglang/srt/" + (rest[0] if len(rest) > 1 else "(top)")
-    return "sglang/" + (parts[1] if len(parts) > 2 else "(top)")
+    rest = parts[parts.index("sglang") + 1:] if "sglang" in parts else parts
+    if rest[:1] == ["srt"]:
+        return "sglang/srt/" + (rest[1] if len(rest) > 2 else "(top)")
+    return "sglang/" + (rest[0] if len(rest) > 1 else "(top)")
 
 
 KEYS: dict[str, Callable[[Any], str]] = {
