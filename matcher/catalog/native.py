@@ -298,8 +298,8 @@ SHAPES: tuple[Shape, ...] = (
           R.Remedy("A C++ exception of the class named was thrown and not caught: the process "
                    "aborts (SIGABRT). The `what():` line after it is the exception's message, "
                    "which says what failed.", severity="critical"),
-          # https://github.com/sgl-project/sglang/issues/7639 (train)
-          ("terminate called after throwing an instance of 'xgrammar::LoggingError'",)),
+          # https://github.com/sgl-project/sglang/issues/1693 (train)
+          ("terminate called after throwing an instance of 'c10::DistBackendError'",)),
     Shape("terminate xgrammar", "cpp-terminate-xgrammar-exception",
           r"terminate called after throwing an instance of '(?P<exception>xgrammar::[^'\n]+)'",
           "xgrammar", R.XGRAMMAR_ABORT,
