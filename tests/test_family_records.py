@@ -71,6 +71,7 @@ EXPECTED = {
     "sglang-b/16550-qwen3-next-lora-in-proj-qkvz.log": "lora-module-unsupported",
     "model-runtime/4048-max-new-tokens-none-typeerror.log": "none-in-numeric-operation",
     "projects/areal-177-weight-update-group-nccl-invalid-argument.log": "weights-update-group-init-failed",
+    "sglang-b/2796-launch-router-without-worker-urls.log": "router-launch-argument-rejected",
 }
 
 

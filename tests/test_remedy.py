@@ -190,8 +190,8 @@ def test_every_generated_fix_makes_its_guard_condition_false_on_the_failing_laun
     condition true), leaves the condition false."""
     proven = 0
     for record in generated():
-        if not record.get("fixActions"):
-            continue
+        if not record.get("fixActions") or "message-fix" in record.get("tags", []):
+            continue  # (a fix the message states is checked in test_remedy_rules.py)
         a = table().at(newest(record))
         for way in record["fixActions"]:
             assert remedy.proven(record["guard"]["when"], record["filePath"], a, way), (

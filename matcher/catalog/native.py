@@ -272,6 +272,9 @@ class Shape:
     remedy: R.Remedy
     examples: tuple[str, ...] = ()
     versions: tuple[str, ...] = ()
+    # Keys of the shapes whose failure this line is part of (`consequenceOf`): printed after
+    # one of them, it is that failure's end, not a failure of its own.
+    follows: tuple[str, ...] = ()
 
 
 _GLOG_DOC = ("A line logged with glog by a C++ component (Mooncake's transfer engine, NIXL, "
@@ -295,8 +298,19 @@ SHAPES: tuple[Shape, ...] = (
           R.Remedy("A C++ exception of the class named was thrown and not caught: the process "
                    "aborts (SIGABRT). The `what():` line after it is the exception's message, "
                    "which says what failed.", severity="critical"),
+          # https://github.com/sgl-project/sglang/issues/1693 (train)
+          ("terminate called after throwing an instance of 'c10::DistBackendError'",)),
+    Shape("terminate xgrammar", "cpp-terminate-xgrammar-exception",
+          r"terminate called after throwing an instance of '(?P<exception>xgrammar::[^'\n]+)'",
+          "xgrammar", R.XGRAMMAR_ABORT,
           # https://github.com/sgl-project/sglang/issues/7639 (train)
           ("terminate called after throwing an instance of 'xgrammar::LoggingError'",)),
+    Shape("mooncake transfer timeout", "mooncake-transfer-timeout",
+          r"Failed to complete transfers after (?P<seconds>\d+) seconds(?: for batch "
+          r"(?P<batch>\d+))?", "mooncake-transfer-engine", R.MOONCAKE_TRANSFER_TIMEOUT,
+          # https://github.com/kvcache-ai/Mooncake/issues/1088 (train)
+          (("E1120 11:10:27.133715 203020 transfer_task.cpp:305] Failed to complete transfers "
+            "after 60 seconds for batch 2586731328"),)),
     Shape("terminate recursively", "cpp-terminate-called-recursively",
           r"terminate called recursively", "libstdc++",
           R.Remedy("A second C++ exception escaped while the process was already terminating "
@@ -336,11 +350,7 @@ SHAPES: tuple[Shape, ...] = (
           R.Remedy("NVSHMEM reported a failed call at `file:line` with a non-zero status (an "
                    "errno value or an NVSHMEM code) and what failed.")),
     Shape("ucx caught signal", "ucx-caught-signal",
-          r"\] Caught signal (?P<signal>\d+) \((?P<reason>[^)\n]*)\)", "ucx",
-          R.Remedy("UCX's signal handler (`[host:pid:thread:tid] Caught signal N (…)`) caught a "
-                   "fatal signal in this process: the native code that faulted runs in it (a "
-                   "UCX or NIXL transfer, or another library); UCX prints its backtrace next.",
-                   severity="critical"),
+          r"\] Caught signal (?P<signal>\d+) \((?P<reason>[^)\n]*)\)", "ucx", R.UCX_SIGNAL,
           # https://github.com/sgl-project/sglang/issues/6694 (train)
           (("[ubuntu-GPU-L40S-4802111:12796:1:13303] Caught signal 11 (Segmentation fault: "
            "invalid permissions for mapped object at address 0x7fbd60001400)"),)),
@@ -362,13 +372,19 @@ SHAPES: tuple[Shape, ...] = (
 )
 
 
+# The lines native code prints before it calls abort(): faulthandler's `Fatal Python error:
+# Aborted` after one of them ends that failure.
+_ABORTING = {"Aborted": ("terminate", "terminate xgrammar", "terminate recursively",
+                         "terminate no exception", "c assert", "glog F")}
+
+
 def _shapes() -> list[Shape]:
     """The families, and one record per signal and per documented Xid code."""
     out = list(SHAPES)
     for name, remedy in R.FATAL_SIGNALS.items():
         out.append(Shape(f"fatal python error {name}", "python-fatal-error-" + _slug(name),
                          rf"Fatal Python error: {re.escape(name)}", "cpython", remedy,
-                         (f"Fatal Python error: {name}",)))
+                         (f"Fatal Python error: {name}",), follows=_ABORTING.get(name, ())))
     for code, remedy in R.XID.items():
         ex: tuple[str, ...] = ()
         if code == 79:  # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151 (train)
@@ -400,6 +416,8 @@ def shape_record(s: Shape) -> dict[str, Any]:
     }
     if s.remedy.fix_actions:
         rec["fixActions"] = [list(way) for way in s.remedy.fix_actions]
+    if s.follows:
+        rec["consequenceOf"] = [record_id("shape\n" + key) for key in s.follows]
     if s.examples:
         rec["examples"] = {"match": list(s.examples)}
     return rec

@@ -376,6 +376,19 @@ NVSHMEM: dict[str, Remedy] = {
         ("Raise the locked-memory limit (`ulimit -l unlimited`, docker `--ulimit memlock=-1`)",)),
 }
 
+# A native crash's own line is rarely the cause: the line the library printed just before it
+# is, and that line is an event of its own. When none was printed, the native packages' builds
+# are the usual suspect: sglang's issue template asks for `python3 -m sglang.check_env`, which
+# prints the installed versions of torch, sgl-kernel, flashinfer, triton and the rest, and
+# `pip check` names the installed ones sglang's requirements do not allow.
+_CAUSE_ABOVE = ("The cause is the line printed just before this one ({lines}): it says what "
+                "failed, and its own event carries the fix")
+_PINNED_NATIVE = ("When nothing was printed before it: run `pip check` (it names every installed "
+                  "package whose version sglang's requirements do not allow) and `python3 -m "
+                  "sglang.check_env`, and install torch, sgl-kernel and flashinfer at the versions "
+                  "this sglang release requires: a native wheel built against another torch or "
+                  "CUDA crashes this way")
+
 # Signals faulthandler names in `Fatal Python error: <name>`.
 FATAL_SIGNALS: dict[str, Remedy] = {
     "Segmentation fault": Remedy(
@@ -389,7 +402,10 @@ FATAL_SIGNALS: dict[str, Remedy] = {
     "Aborted": Remedy(
         "The Python process aborted (SIGABRT): native code called abort(), usually after a C++ "
         "exception nobody caught (`terminate called after throwing …`) or a failed C assertion "
-        "printed just before.", severity="critical"),
+        "printed just before.",
+        (_CAUSE_ABOVE.format(lines="`terminate called after throwing an instance of …` and its "
+                             "`what():`, a `… Assertion … failed.` or a glog `F…` line"),
+         _PINNED_NATIVE), severity="critical"),
     "Bus error": Remedy(
         "The process was killed by SIGBUS: most often shared memory (/dev/shm) ran out while "
         "being written, in a container with the default 64 MB.",
@@ -502,3 +518,55 @@ LIBRARY_STATUS: dict[str, Remedy] = {
         (("Reinstall the `nvidia-cudnn-cu12` wheel torch depends on and remove other cuDNN "
          "directories from LD_LIBRARY_PATH"),)),
 }
+
+# Native lines of the KV-transfer engines sglang's PD disaggregation and HiCache use. sglang's
+# disaggregation guide selects Mooncake's RDMA device with `--disaggregation-ib-device`; its
+# HiCache Mooncake store reads the device and protocol from MOONCAKE_DEVICE and
+# MOONCAKE_PROTOCOL; NIXL carries its own UCX, and the guide builds NIXL from source against an
+# existing UCX install.
+MOONCAKE_TRANSFER_TIMEOUT = Remedy(
+    "Mooncake's transfer engine gave up on a batch of transfers after the seconds shown: no "
+    "data moved between this node's buffers and the peer's (the RDMA device chosen does not "
+    "reach the peer, a RoCE GID mismatch, the TCP fallback blocked, or the peer process died). "
+    "sglang then fails the request, or the HiCache set-up that issued it.",
+    (("Give Mooncake the RDMA device that reaches the peer (`ibv_devices` lists them): "
+      "`--disaggregation-ib-device mlx5_X` for PD disaggregation, `MOONCAKE_DEVICE=mlx5_X` "
+      "with `MOONCAKE_PROTOCOL=rdma` for the HiCache Mooncake store (`MOONCAKE_PROTOCOL=tcp` "
+      "on nodes without RDMA)"),
+     _IB_CHECK, _GID,
+     ("If the peer's server or the Mooncake master stopped, its own log has the cause: restart "
+      "it before retrying")))
+
+UCX_SIGNAL = Remedy(
+    "UCX's signal handler (`[host:pid:thread:tid] Caught signal N (…)`) caught a fatal signal in "
+    "this process: the native code that faulted runs in it (a UCX or NIXL transfer, or another "
+    "library loaded in the process); UCX prints its backtrace next, whose innermost named "
+    "library (`libucp`, `libuct_*`, `libnixl*`) says which.",
+    (("If the backtrace is in UCX or NIXL (sglang's `--disaggregation-transfer-backend nixl`): "
+      "make NIXL use one UCX — the one its wheel carries (`pip install -U nixl`, with no other "
+      "UCX on LD_LIBRARY_PATH), or build NIXL against the installed UCX "
+      "(`pip install . --config-settings=setup-args=\"-Ducx_path=/path/to/ucx\"` in a NIXL "
+      "checkout, as sglang's disaggregation guide says)"),
+     ("To get past it meanwhile, run the transfer with the other backend: "
+      "`--disaggregation-transfer-backend mooncake` on both prefill and decode servers "
+      "(needs `pip install mooncake-transfer-engine`)"),
+     _PINNED_NATIVE.replace("When nothing was printed before it", "If the backtrace is in "
+                            "torch or a kernel package")),
+    severity="critical")
+
+# `terminate called after throwing an instance of 'xgrammar::…'`: xgrammar, sglang's default
+# grammar backend, threw while compiling or matching a request's grammar, in a native thread,
+# and the whole server aborts. The request's JSON schema, regex or EBNF is what it could not
+# handle (the `what():` line says why); another backend compiles it differently.
+XGRAMMAR_ABORT = Remedy(
+    "xgrammar (sglang's default structured-output backend) threw a C++ exception that nothing "
+    "caught while compiling or matching a request's grammar: the server process aborts. The "
+    "`what():` line after it says what it could not handle (a schema nested too deep for its "
+    "recursion guard, an unsupported regex or JSON-schema feature).",
+    (("Serve structured output with another grammar backend: `--grammar-backend llguidance` "
+      "(or `outlines`); sglang then compiles the same request's grammar with it"),
+     ("Upgrade xgrammar to the newest release this sglang allows (`pip install -U xgrammar`, "
+      "then `pip check`): xgrammar's releases widen what it compiles"),
+     ("Until then, reject or simplify the request's schema (the one being compiled when it "
+      "aborted: nesting depth, recursive `$ref`)")),
+    severity="critical")

@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from matcher.catalog import area_remedies, message_fix
+from matcher.catalog.schema import STATED_TAG
 from matcher.catalog.server_args import ArgSpec, ServerArgsTable, flags_of
 from matcher.catalog.wording import words
 
@@ -702,7 +704,11 @@ def remediate_all(records: Sequence[dict[str, Any]],
         # the fix in words, never the flags of a later release.
         known = table is not None and newest and table.holds(newest)
         remediate(record, table.at(newest) if table is not None and known and newest else {})
-        kinds["flags" if record.get("fixActions") else
+        if table is not None and known:
+            message_fix.apply(record, table)  # a fix the message states, when no check gave one
+            area_remedies.apply(record, table)  # else what its area's set-up says
+        kinds["stated" if STATED_TAG in (record.get("tags") or []) else
+              "flags" if record.get("fixActions") else
               "unevaluable" if (record.get("guard") or {}).get("reads") else "words"] += 1
     return kinds
 

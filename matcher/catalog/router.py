@@ -30,8 +30,10 @@ source line of a frame — stable across releases while the site keeps its words
 
 Remediation is derived only where the words say what to do (`REMEDIES`: a worker that does not
 answer, a timeout, a port in use, a payload too large…), naming flags that the release's own
-`router_args.py` defines; elsewhere `solutions` stays empty and `documentation` says what
-happened and where.
+`router_args.py` defines; else by the rules of `router_remedies` (a panic whose code a later
+release no longer has: upgrade to it; a panic in a policy, history backend or the gRPC path:
+choose another; a message that names one of the release's flags: change it); elsewhere
+`solutions` stays empty and `documentation` says what happened and where.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matcher.catalog import router_remedies as RR
 from matcher.catalog.extract import extract_module
 from matcher.catalog.patterns import analyze, escape_literal
 from matcher.catalog.rust_source import Hole, RustSite, plain_text, sites
@@ -353,8 +356,49 @@ def _kind_words(site: RustSite) -> str:
     return "panics (the thread that runs it dies; in the main thread the router exits)"
 
 
-def build_record(m: _Merged, releases: Sequence[str]) -> dict[str, Any]:
-    """One record in the catalog schema from a merged site."""
+def _code_key(site: RustSite) -> str:
+    """A panic's code wherever its file: a frame by its function and source line, a panic by
+    its message."""
+    if site.kind == "frame":
+        return f"frame\n{site.function}\n{site.source}"
+    return f"{site.kind}\n{site.template}"
+
+
+def _code_releases(merged: Iterable[_Merged]) -> dict[str, set[str]]:
+    """For each panic's code (`_code_key`), every release that holds it in any file."""
+    out: dict[str, set[str]] = {}
+    for m in merged:
+        if m.first.kind in ("panic", "frame"):
+            out.setdefault(_code_key(m.first), set()).update(m.versions)
+    return out
+
+
+def _solutions(m: _Merged, releases: Sequence[str], remedy: Remedy | None,
+               same_code: Iterable[str]) -> list[str]:
+    """The message rule's fix, else the rules of `router_remedies` (see there)."""
+    site = m.first
+    if remedy is not None:
+        return [_fill(remedy, m.flags)]
+    out: list[str] = []
+    if site.kind in ("panic", "frame"):
+        gone = RR.first_release_without(m.versions, releases, same_code)
+        if gone is not None:
+            out.append(RR.upgrade_text(gone, f"{site.path}, `{site.function}()`"
+                                       if site.function else site.path))
+        workaround = RR.module_text(site.path, m.flags)
+        if workaround is not None:
+            out.append(workaround)
+    else:
+        named = RR.named_flags(plain_text(site.parts), m.flags)
+        if named:
+            out.append(RR.flag_text(named))
+    return out
+
+
+def build_record(m: _Merged, releases: Sequence[str], same_code: Iterable[str] = ()
+                 ) -> dict[str, Any]:
+    """One record in the catalog schema from a merged site (`same_code`: the releases that
+    hold a panic's code in any file, `_code_releases`)."""
     site = m.first
     rid = record_id(m.key)
     ranges = compact_ranges(m.versions, releases)
@@ -423,7 +467,7 @@ def build_record(m: _Merged, releases: Sequence[str]) -> dict[str, Any]:
         "lineNumber": site.line,
         "githubUrl": None,
         "documentation": documentation,
-        "solutions": [_fill(remedy, m.flags)] if remedy is not None else [],
+        "solutions": _solutions(m, releases, remedy, same_code),
         "tags": ["sglang-router", "rust", "generated", site.kind, site.macro],
         "sourcePackage": PACKAGE,
         "sourceVersions": ranges,
@@ -515,7 +559,9 @@ def extract(releases: Sequence[Release]) -> Result:
                 c["records:python"] += 1
         per_release[rel.version] = c
         counts.update(c)
-    records = [build_record(m, order) for m in merged.values()]
+    elsewhere = _code_releases(merged.values())
+    records = [build_record(m, order, elsewhere.get(_code_key(m.first), ()))
+               for m in merged.values()]
     records.sort(key=lambda r: r["id"])
     counts["records"] = len(records)
     return Result(records, counts, per_release)

@@ -24,6 +24,8 @@ Location = tuple[str, str | None, int | None, str | None]
 
 
 FIX_OPS = ("remove", "add", "set", "env", "install")
+# The tag of a generated record whose `fixActions` its message states (`message_fix`).
+STATED_TAG = "message-fix"
 
 
 @pickled_as_arguments
@@ -234,10 +236,11 @@ class CatalogRecord:
 
     @property
     def fix_kind(self) -> str:
-        """How this record says to fix it: `flags` (fixActions), `words` (solutions only),
+        """How this record says to fix it: `flags` (fixActions), `stated` (fixActions its
+        message states, `message_fix`: no check proves them), `words` (solutions only),
         `unevaluable` (reads server arguments, no fix proven: words only), or `none`."""
         if self.fix_actions:
-            return "flags"
+            return "stated" if STATED_TAG in self.tags else "flags"
         if self.guard is not None and self.guard.reads:
             return "unevaluable"
         return "words" if self.solutions or self.words else "none"

@@ -31,7 +31,7 @@ class Summary:
     by_type: Mapping[str, int]  # errorType: raise / assert / log for generated records
     by_version: Mapping[str, int]  # release → records whose sglangVersions hold it
     with_remediation: int  # records that carry solutions
-    # How records say to fix it (`CatalogRecord.fix_kind`), per layer: flags / words /
+    # How records say to fix it (`CatalogRecord.fix_kind`), per layer: flags / stated / words /
     # unevaluable / none.
     by_fix: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     unevaluable: Sequence[CatalogRecord] = ()
@@ -93,7 +93,7 @@ def _by_source(records: Sequence[CatalogRecord]) -> dict[str, tuple[int, str]]:
     return out
 
 
-FIX_KINDS = ("flags", "unevaluable", "words", "none")
+FIX_KINDS = ("flags", "stated", "unevaluable", "words", "none")
 
 
 def _by_fix(records: Sequence[CatalogRecord]) -> dict[str, dict[str, int]]:
