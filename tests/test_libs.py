@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import regex
 
-from matcher.catalog import abi, load_catalog, rocm_status, sonames
+from matcher.catalog import abi, cu_result, load_catalog, rocm_status, sonames
 from matcher.catalog import soname_sources as S
 from matcher.catalog.stats import summarize
 from matcher.catalog.version_checks import read_table, templates
@@ -284,3 +284,27 @@ def test_rocm_smi_failing_to_start_says_make_the_gpu_visible() -> None:
     assert "--device=/dev/kfd" in hit[0]["solutions"][0]
     # statuses tools print for a metric a GPU lacks are no failure
     assert not any(r["errorMessage"].endswith("_NOT_SUPPORTED") for r in recs)
+
+
+# -- the CUDA driver's statuses ---------------------------------------------------------------------
+
+def test_cuda_driver_statuses_are_read_from_nvidias_bindings() -> None:
+    # cuda-bindings 12.9.4's cydriver.pxd and driver.pyx, as published on PyPI (in part)
+    pxd = "    cdef enum cudaError_enum:\n        CUDA_SUCCESS = 0\n        CUDA_ERROR_OUT_OF_MEMORY = 2\n"
+    pyx = ("    #: The API call failed because it was unable to allocate enough memory\n"
+           "    #: or other resources to perform the requested operation.\n"
+           "    CUDA_ERROR_OUT_OF_MEMORY = cydriver.cudaError_enum.CUDA_ERROR_OUT_OF_MEMORY\n")
+    assert cu_result.vocabulary(pxd, pyx) == [
+        (0, "CUDA_SUCCESS", ""),
+        (2, "CUDA_ERROR_OUT_OF_MEMORY", "The API call failed because it was unable to allocate "
+         "enough memory or other resources to perform the requested operation.")]
+
+
+def test_a_curesult_number_is_named() -> None:
+    text = (FIELD / "sglang-a/torch_memory_saver-35-resume-curesult-error-child-failed.log").read_text()
+    line = text.splitlines()[0]
+    recs = [json.loads(x) for x in (GENERATED / "cuda-driver.jsonl").open()]
+    hit = [r["slug"] for r in recs if regex.search(r["messagePattern"], line)]
+    assert hit == ["cuda-driver-invalid-value"]
+    oom = next(r for r in recs if r["slug"] == "cuda-driver-out-of-memory")
+    assert oom["solutions"]  # the runtime's cudaErrorMemoryAllocation remedy

@@ -491,10 +491,27 @@ def shape_records() -> list[dict[str, object]]:
     ]
 
 
+def sgl_kernel_record() -> dict[str, object]:
+    """sgl_kernel's loader message by its head, for the releases whose full template no
+    generated record holds (its lines changed over releases)."""
+    return _record(
+        "sgl_kernel common_ops", "sgl-kernel-common-ops-not-loaded",
+        "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
+        r"\[sgl_kernel\] CRITICAL: Could not load any common_ops library!", None,
+        "sgl_kernel could not load its compiled operators (common_ops) when imported, so sglang "
+        "cannot start. The message lists what it tried, the GPU it saw and (in newer releases) "
+        "the underlying errors; the cause and the fix are computed for each event from them.",
+        [("Run python -c 'import sgl_kernel' in the same environment: the underlying error "
+         "(a missing library, an undefined symbol) says what to install; reinstall the "
+         "sglang-kernel your sglang pins with the torch it pins")], "sglang-kernel", [],
+        # https://github.com/sgl-project/sglang/pull/12119 (train)
+        ["[sgl_kernel] CRITICAL: Could not load any common_ops library!"])
+
+
 def records() -> list[dict[str, object]]:
     from matcher.catalog.version_checks import read_table
 
-    return shape_records() + check_records(read_table())
+    return [*shape_records(), sgl_kernel_record(), *check_records(read_table())]
 
 
 def main(argv: list[str] | None = None) -> int:

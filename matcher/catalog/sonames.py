@@ -247,9 +247,10 @@ def family_records() -> list[dict[str, Any]]:
             # curated one) then holds more literal text, and wins
             START + r"(?P<library>(?:/[^\s:]*/)?[^\s:/]*?\.so(?:\.\d+)*): cannot open shared "
             r"object file", _ANY_DOC, _ANY_SOLUTIONS, "glibc (ld.so)",
-            # sglang #4778 and #5094 (train), as pasted there
-            [("ImportError: libnvrtc.so.12: cannot open shared object file: No such file or "
-             "directory")]),
+            # glibc's loader asked for NCCL's network plugin here (ctypes), which no package of
+            # the table installs
+            [("OSError: libnccl-net.so: cannot open shared object file: No such file or "
+              "directory")]),
         rec("glibcxx", "libstdcxx-version-not-found",
             "{library}: version `GLIBCXX_{v}' not found",
             r"(?P<library>\S*libstdc\+\+\.so[\d.]*): version [`'‘]?(?P<symbol_version>GLIBCXX_"
