@@ -296,8 +296,8 @@ def test_cuda_driver_statuses_are_read_from_nvidias_bindings() -> None:
            "    CUDA_ERROR_OUT_OF_MEMORY = cydriver.cudaError_enum.CUDA_ERROR_OUT_OF_MEMORY\n")
     assert cu_result.vocabulary(pxd, pyx) == [
         (0, "CUDA_SUCCESS", ""),
-        (2, "CUDA_ERROR_OUT_OF_MEMORY", "The API call failed because it was unable to allocate "
-         "enough memory or other resources to perform the requested operation.")]
+        (2, "CUDA_ERROR_OUT_OF_MEMORY", ("The API call failed because it was unable to allocate "
+         "enough memory or other resources to perform the requested operation."))]
 
 
 def test_a_curesult_number_is_named() -> None:
