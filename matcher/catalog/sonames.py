@@ -150,6 +150,15 @@ _DRIVER_SOLUTIONS = [
 ]
 
 
+def _source(pip: Sequence[S.Provider], driver: Sequence[S.Provider]) -> str:
+    """What `catalog stats` counts the record under: the pip wheels, the driver, or Debian."""
+    if driver:
+        return "nvidia-driver"
+    if pip:
+        return ", ".join(sorted({r.package for r in pip}))
+    return f"debian {S.SUITE}"
+
+
 def stem_record(stem: str, rows: Sequence[S.Provider]) -> dict[str, Any]:
     pip = [r for r in rows if r.kind == "pip"]
     apt = [r for r in rows if r.kind == "apt"]
@@ -186,7 +195,7 @@ def stem_record(stem: str, rows: Sequence[S.Provider]) -> dict[str, Any]:
                           + ". ".join(s for s in said if s) + "."),
         "solutions": solutions,
         "tags": ["environment", "shared-library", *sorted({r.kind for r in rows})],
-        "sourcePackage": ", ".join(sorted({r.package for r in rows})[:6]),
+        "sourcePackage": _source(pip, driver),
         "sourceVersions": sort_versions({r.version for r in pip}) if pip else [],
         "generator": GENERATOR,
         "examples": {"match": [(f"ImportError: {sorted({r.soname for r in rows})[-1]}: cannot open "
