@@ -497,7 +497,9 @@ def sgl_kernel_record() -> dict[str, object]:
     return _record(
         "sgl_kernel common_ops", "sgl-kernel-common-ops-not-loaded",
         "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
-        r"\[sgl_kernel\] CRITICAL: Could not load any common_ops library!", None,
+        # at the start of the message: when a library's own error comes first (`libnuma.so.1:
+        # cannot open …` then this message), that error's record is the cause
+        r"(?<![\s\S])\s*\[sgl_kernel\] CRITICAL: Could not load any common_ops library!", None,
         "sgl_kernel could not load its compiled operators (common_ops) when imported, so sglang "
         "cannot start. The message lists what it tried, the GPU it saw and (in newer releases) "
         "the underlying errors; the cause and the fix are computed for each event from them.",
