@@ -512,7 +512,7 @@ def mismatched(events: list[Event]) -> list[Event]:
     shipped symbol index (`matcher.catalog.mismatch`), ahead of the record's own solutions."""
     out = events
     for i, e in enumerate(events):
-        if e.pattern_id is None or e.error_class.rsplit(".", 1)[-1] not in _MISMATCH_CLASSES:
+        if e.pattern_id is None or not _mismatch_shaped(e.error_class, e.message):
             continue
         answer = _mismatch_answer(e.message, e.sglang_version, e.traceback)
         if answer is None:
@@ -521,6 +521,16 @@ def mismatched(events: list[Event]) -> list[Event]:
             out = list(events)
         out[i] = dataclasses.replace(e, remediation=answer.remediation(e.remediation))
     return out
+
+
+def _mismatch_shaped(error_class: str, message: str) -> bool:
+    """An exception of a mismatch's classes, or a message of a shape `matcher.catalog.abi`
+    answers whatever prints it (an undefined symbol, a package's own version check)."""
+    if error_class.rsplit(".", 1)[-1] in _MISMATCH_CLASSES:
+        return True
+    from matcher.catalog import abi
+
+    return abi.computes(message)
 
 
 @functools.lru_cache(maxsize=256)

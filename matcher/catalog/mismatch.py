@@ -203,6 +203,10 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     """What the index says about a mismatch message (None when it says nothing).
     `sglang_version`: the release (or range) the log was written by, when known; else the
     releases whose importing module the traceback shows are taken."""
+    from matcher.catalog import abi
+
+    if abi.computes(message):
+        return abi.remedy(message, sglang_version)
     form = parse(message)
     if form is None:
         return None
