@@ -7,9 +7,9 @@ with an empty cache. `sglang-matcher catalog precompile` does that once, when th
 built (the wheel's build hook, `hatch_build.py`, and the container image's build run it), and
 writes into `matcher/_precompiled/`:
 
-- `engine.bin`: the compiled engine of the merged built-in records (`engine.encode_form`: the
+- `engine.bin`: the compiled engine of the merged built-in records (`stored_form.encode_form`: the
   Hyperscan databases as `hyperscan.dumpb` wrote them, each pattern's prefilter literal,
-  capture names and head, and its compiled `regex` program, `engine.freeze`);
+  capture names and head, and its compiled `regex` program, `compile.freeze`);
 - `records.pickle`: the fields matching reads (id, pattern, class, severity, role, frame,
   releases …), one column each — the parsed, checked catalog in a compact form;
 - `records.data`: the rest of each record (documentation, solutions, links, locations …),
@@ -49,7 +49,8 @@ from matcher import cache
 from matcher.atomic import write_atomic
 from matcher.catalog.load import catalog_files, code_fingerprint
 from matcher.catalog.schema import _FIELDS, CatalogRecord, Layer
-from matcher.engine import CompiledForm, collector_paused, compile_form, decode_form, encode_form
+from matcher.compile import CompiledForm, compile_form
+from matcher.stored_form import FORM_CODE, collector_paused, decode_form, encode_form
 
 FORMAT = 2  # 2: records.pickle holds columns
 ENV_DISABLE = "SGLANG_MATCHER_NO_PRECOMPILED"  # set (non-empty): load from the sources
@@ -68,7 +69,7 @@ _RESIDENT = frozenset(RESIDENT)
 _RAISED_IN = RESIDENT.index("raised_in")
 _ORIGIN = RESIDENT.index("origin")
 _RESIDENT_AT = {name: i for i, name in enumerate(RESIDENT)}
-_CODE = ("matcher.precompiled", "matcher.engine", "matcher.prefilter", "matcher.framing",
+_CODE = ("matcher.precompiled", *FORM_CODE,
          "matcher.catalog", "matcher.catalog.load", "matcher.catalog.schema",
          "matcher.catalog.patterns", "matcher.catalog.wording", "matcher.catalog.versions")
 
@@ -322,7 +323,7 @@ def _key(files: list[tuple[str, int, str]]) -> str:
         hs_version = str(getattr(hyperscan, "__version__", "?"))
     except ImportError:
         hs_version = ""
-    import regex  # its compiled programs are kept (`engine.freeze`): they are its version's
+    import regex  # its compiled programs are kept (`compile.freeze`): they are its version's
 
     h = hashlib.sha256(json.dumps([FORMAT, code_fingerprint(*_CODE), hs_version,
                                    regex.__version__, platform.machine(), files]).encode())

@@ -22,7 +22,8 @@ FOUNDATION = {"matcher", "matcher.atomic", "matcher.cache", "matcher.types", "ma
               "matcher.backoff", "matcher.redact", "matcher.wrappers"}
 CATALOG_DATA = {"matcher.catalog.schema", "matcher.catalog.load", "matcher.catalog.patterns",
                 "matcher.catalog.wording", "matcher.catalog.versions"}
-ENGINE = {"matcher.engine", "matcher.prefilter", "matcher.frames", "matcher.framing",
+ENGINE = {"matcher.engine", "matcher.compile", "matcher.stored_form", "matcher.prefilter",
+          "matcher.frames", "matcher.framing",
           "matcher.precompiled"}
 CATALOG_TOOLS = {"matcher.catalog"} | {
     f"matcher.catalog.{name}" for name in ("check", "extract", "export", "stats", "remedy",
