@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from matcher import frames
+from matcher.catalog.pep440 import parse_range, version_key
 from matcher.catalog.schema import CatalogRecord
-from matcher.catalog.versions import parse_range, version_key
 from matcher.types import FixedIn, Match, Record
 
 COMPARE = "https://github.com/sgl-project/sglang/compare"
