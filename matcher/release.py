@@ -144,7 +144,7 @@ def by_raising_file(record: Record, matches: list[Match]) -> list[Match]:
     return first + [m for m in matches if m not in first] if first else matches
 
 
-class Catalog:
+class ReleaseTable:
     """What the catalog says about releases: the range it covers, each record's ranges."""
 
     def __init__(self, records: Sequence[CatalogRecord]) -> None:
@@ -288,6 +288,3 @@ class Tracker:
 
     def known(self, source: str) -> Releases | None:
         return self._known.get(source)
-
-    def forget(self, source: str) -> None:
-        self._known.pop(source, None)

@@ -748,7 +748,7 @@ def test_generated_catalog_alone_recognizes_each_real_launch_failure_at_its_site
     site = raise_site(data.decode())
     final = [r for r in frame_text(data.decode()) if r.exceptions][-1]
     pipeline = Pipeline(engine, sglang_version="0.5.23")
-    events = pipeline.feed(Chunk(data, log, len(data))) + pipeline.finish()
+    events = pipeline.feed(Chunk(data, log, len(data))).events + pipeline.finish()
     found = [e for e in events if e.pattern_id]
     assert found, final.exceptions[-1]
     (record,) = [r for r in catalog.records if r.id == found[0].pattern_id]  # the first: its cause
