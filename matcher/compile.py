@@ -153,10 +153,10 @@ _REGEX_PICKLE_GLOBAL = ("regex._regex", "compile")
 def thaw(data: bytes, pattern: str) -> regex.Pattern[str] | None:
     """`pattern` compiled, from `freeze`'s bytes; None when they are not that pattern's.
 
-    `regex` parses a pattern in Python, which is nearly all of compiling one (0.4–0.7 ms each:
-    a scan of a large log confirms a few hundred patterns, and every worker of `scan -j` did so
-    again); its pickle holds the program the parser made, and loading it skips the parser —
-    some 60× faster. The cache key names `regex`'s version, whose programs these are.
+    `regex` parses a pattern in Python, which is nearly all of compiling one (a scan of a large
+    log confirms a few hundred patterns, and every worker of `scan -j` does so again); its
+    pickle holds the program the parser made, and loading it skips the parser. The cache key
+    names `regex`'s version, whose programs these are.
     """
     try:
         compiled = _CompiledRegexUnpickler(io.BytesIO(data)).load()

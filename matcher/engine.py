@@ -10,9 +10,9 @@ quarantined after `quarantine_after` timeouts and is not tried again until the n
 The winner is the most specific match: on an exception line over on a header, then most
 literal characters, then the later layer (curated over generated), then the smaller id.
 
-Compiling the full catalog (curated + generated, over 15,000 patterns) takes some 15 seconds,
-nearly all of it Hyperscan's compiler and `regex`'s parser. A large catalog's compiled form is
-therefore cached on disk (`EngineCache`), keyed by a hash of the patterns and of the code that
+Compiling the full catalog (curated + generated) takes seconds, nearly all of it Hyperscan's
+compiler and `regex`'s parser (`matcher.compile`). A large catalog's compiled form is
+therefore cached on disk (`matcher.stored_form`) (`EngineCache`), keyed by a hash of the patterns and of the code that
 compiles them: the Hyperscan database as `hyperscan.dumpb` wrote it, and per pattern its
 prefilter literal and capture names. On a warm start nothing is compiled up front; a pattern's
 `regex` is compiled the first time the prefilter picks it. This is the engine's only I/O: an
@@ -51,7 +51,7 @@ from matcher.types import Match, Record
 DEFAULT_TIMEOUT = 0.05
 CUT_TIMEOUT = 0.005
 # Below this many patterns compiling costs less than reading a cache entry; the curated catalog
-# alone (0.35 s to compile) is above it.
+# alone is above it.
 CACHE_MIN_PATTERNS = 50
 AUTO_CACHE = object()  # Engine(cache=...) default: the application's cache dir (`matcher.cache`), for large catalogs
 
@@ -176,7 +176,7 @@ class Engine:
         self.patterns = _Patterns()
         # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
         self.chunk_prefilter: ChunkPrefilter | None = None
-        self._use_hs = use_hs = use_hs and bool(matched)
+        use_hs = use_hs and bool(matched)
         rest = list(matched)
         chunks: list[ChunkPrefilter | None] = []
         if use_hs and shipped is not None:
@@ -291,8 +291,8 @@ class Engine:
         """`chunk_prefilter` for docker json-file lines, whose text JSON may escape: every cover
         without such characters, and record-start signs as they look inside a JSON string.
 
-        Built at the first docker source (about two seconds with the full catalog), not cached:
-        most deployments read plain text or CRI and never pay for it.
+        Built at the first docker source (seconds with the full catalog), not cached: most
+        deployments read plain text or CRI and never pay for it.
         """
         if self.chunk_prefilter is None:
             return None
@@ -428,10 +428,10 @@ class Engine:
                 part.hs_db.scan(text.encode("ascii"), match_event_handler=on_match)
             return sorted(hits - self._masked) if self._masked else sorted(hits)
         # Non-ASCII text (rare in sglang's messages) takes the literal prefilter: the database
-        # is compiled without Unicode classes, which costs 15× less to build.
+        # is compiled without Unicode classes, which makes it far cheaper to build.
         # Its literals are matched as UTF-8 bytes (exact for any text: UTF-8 is
-        # self-synchronizing), in one Hyperscan scan: a Python loop over 21,000 literals took
-        # 5–10 ms a target, and sglang logs users' non-ASCII prompts on `Receive:` lines.
+        # self-synchronizing), in one Hyperscan scan rather than a Python loop over every
+        # literal: sglang logs users' non-ASCII prompts on `Receive:` lines.
         data = text.encode("utf-8", "surrogatepass")
         found = self._literal_always.union(*(part.literals.scan(data) for part in self._parts))
         return sorted(found - self._masked)
@@ -543,8 +543,8 @@ class _Part:
 class _Patterns(Sequence[CompiledPattern]):
     """The engine's patterns, each made the first time it is asked for.
 
-    The full catalog has 21,000, and a scan confirms a few hundred: making them all took a
-    fifth of every start (and of every `scan -j` before its workers could begin).
+    The full catalog has tens of thousands, and a scan confirms a few hundred: making them all
+    up front would cost every start (and every `scan -j` before its workers could begin).
     """
 
     def __init__(self) -> None:

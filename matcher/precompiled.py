@@ -85,9 +85,9 @@ class StoredRecord(CatalogRecord):
     store's data file (`Store.fill`). A slot not yet set raises AttributeError, and Python then asks
     `__getattr__`.
 
-    Setting 13 fields of 30,000 records when the store loaded was a fifth of every start;
-    a scan reads those of the few hundred records its log matches, and the engine's prefilter
-    knows the rest by index."""
+    Setting every field of every record when the store loads would cost every start; a scan
+    reads those of the few hundred records its log matches, and the engine's prefilter knows
+    the rest by index."""
 
     __slots__ = ("_at", "_store")
 
@@ -128,8 +128,8 @@ class Store:
             if len(columns) != len(RESIDENT):
                 raise ValueError(f"{len(columns)} columns, not {len(RESIDENT)}")
             self._offsets = array("Q", offsets)
-            # Per `RESIDENT` field, every record's value: one tuple each, which loads in two
-            # thirds of the time 30,000 rows took.
+            # Per `RESIDENT` field, every record's value: one tuple each, which loads faster
+            # than a row per record.
             self._columns: list[tuple[Any, ...]] = columns
             new = StoredRecord.__new__
             put = object.__setattr__
@@ -151,8 +151,8 @@ class Store:
     def settle(self, record: StoredRecord) -> None:
         """Set the record's `RESIDENT` fields from the columns. No lock: two threads settling one
         record set the same values, and one reading a field not yet set settles it itself
-        (the lock, taken for each of the ~2,000 records a scan meets, was a sixth of
-        `scan -j`'s parent's time next to the pool's threads)."""
+        (a lock, taken for each record a scan meets, would contend with the pool's threads in
+        `scan -j`'s parent)."""
         at = object.__getattribute__(record, "_at")
         put = object.__setattr__
         for name, column in zip(RESIDENT, self._columns, strict=True):
@@ -196,7 +196,7 @@ class Store:
         """The engine's compiled form, its 30 MB checked whole against their digest the first
         time only: the file's size, times and inode, as they were when it was checked, are
         kept with the catalog files' digests (`_file_rows`), and it is checked again when any
-        of them changes. Hashing it took 0.03 s of a 0.46 s start (`scan` of an empty file)."""
+        of them changes: hashing it at every start would cost every start."""
         path = self.directory / "engine.bin"
         name = str(path.resolve())
         checked = [*_mark(path), self.manifest["key"]]
@@ -263,7 +263,8 @@ def _file_rows(base: Path) -> list[tuple[str, int, str]]:
     A file hashed before keeps its digest while its size, modification and change times and
     inode are what they were then: any write changes its change time, which no one sets by
     hand. The digests are kept in the cache directory, when the application chose one
-    (`matcher.cache`): hashing the 70 MB of the built-in catalog was a tenth of each start."""
+    (`matcher.cache`): hashing the built-in catalog's files at every start would cost each
+    start."""
     known = _known_digests()
     seen: dict[str, list[Any]] = {}
     rows = []

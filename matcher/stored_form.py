@@ -109,7 +109,7 @@ class EngineCache:
 class FrozenRegexes(Sequence[bytes]):
     """`CompiledForm.regexes` as a file holds them: a section of an offset table, then the
     pickles end to end. The table is read with the form; a pickle, when its pattern is first
-    made, as a prefilter candidate (one `pread`): the 21,000 patterns' 9 MB would otherwise
+    made, as a prefilter candidate (one `pread`): all the patterns' pickles would otherwise
     stay in every process's memory for the few hundred a log needs. A file replaced or gone
     since gives nothing, and the pattern is compiled instead (`thaw` checks what it is given)."""
 
@@ -198,7 +198,7 @@ def encode_form(key: str, form: CompiledForm) -> bytes:
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """No cyclic collection while a compiled catalog loads: it makes hundreds of thousands of
-    objects and no cycle, and the collections they set off took a third of the load's time."""
+    objects and no cycle, and the collections they would set off cost time for nothing."""
     collecting = gc.isenabled()
     gc.disable()
     try:
