@@ -196,7 +196,7 @@ def scan(engine: Engine, catalog: Catalog, path: Path) -> list[dict[str, Any]]:
     """The events `sglang-matcher scan --format json PATH` prints, as dicts."""
     pipeline = Pipeline(engine, catalog_version=catalog.version)
     data = path.read_bytes()
-    events = pipeline.feed(Chunk(data, str(path), len(data)))
+    events = pipeline.feed(Chunk(data, str(path), len(data))).events
     events += pipeline.end_of_source(str(path)) + pipeline.finish()
     redactor = Redactor()
     return [event_dict(e, redactor) for e in sorted(events, key=lambda e: e.offset)]

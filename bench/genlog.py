@@ -185,7 +185,7 @@ def header_pattern(curated: Engine) -> str:
 
 def _events(engine: Engine, text: str) -> list[tuple[str, str | None]]:
     pipeline = Pipeline(engine)
-    events = pipeline.feed(Chunk((text + "\n").encode(), "v", 0))
+    events = pipeline.feed(Chunk((text + "\n").encode(), "v", 0)).events
     events += pipeline.end_of_source("v") + pipeline.finish()
     return [(e.event, e.pattern_id) for e in events]
 

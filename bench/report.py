@@ -57,6 +57,34 @@ does not fit the catalog (a checkout whose catalog changed), the built-in record
 into the cache directory while the curated layer already reads; a user's `--catalog` compiles
 only its own records, as a second engine part merged at match time."""
 
+# Figures measured once, when each choice in the code was made; no bench script re-measures
+# them, so they are kept here as text, with the code each belongs to.
+CHOICES = """\
+## Figures behind choices in the code
+
+Measured when each choice was made (2 CPUs, the full built-in catalog, the bench logs of
+`bench/`); the code's comments say what each choice is and why, these say how much it was
+worth. Run `bench/run.py` for today's figures.
+
+| Choice (where) | What it saved then |
+| --- | --- |
+| `scan -j` only from 64 reads on (`parallel.MIN_PARALLEL_READS`) | 17 MB log: 0.60 s alone, 0.65 s with two workers; 84 MB: 1.00 s either way; 168 MB: 1.46 s and 1.22 s |
+| workers renumber lines instead of counting them first (`parallel._renumber`) | a pass over the input, a fifth of the work on a 1 GB log |
+| JSON lines made in the workers (`parallel.WorkerContext.dicts`) | 0.19 s of a 7.3 s run on the 1 GB bench log |
+| reading states kept every 16th read (`parallel.STATES_STRIDE`) | a fortieth of a worker's time on the 1 GB log |
+| small files batched (`parallel.BATCH_READS`) | `-j 2` over 10,000 small logs took twice as long as `-j 1` one at a time |
+| held files unbuffered (`parallel.HELD_FILES`) | 80 MB of read buffers for 10,000 files |
+| parent without the collector during `scan -j` (`parallel._fork`) | a sixth of the parent's time |
+| patterns made on first use (`engine._Patterns`) | a fifth of every start |
+| `regex` programs pickled (`compile.thaw`) | 0.4–0.7 ms per pattern parsed, loading some 60× faster |
+| collector paused while a compiled form loads (`stored_form.collector_paused`) | a third of the load's time |
+| engine file digest checked once (`precompiled.Store.engine_form`) | 0.03 s of a 0.46 s start |
+| record fields settled lazily (`precompiled.StoredRecord`) | a fifth of every start |
+| packed `sglangLocations` (`catalog.schema`) | 35 MB and a third of the start, for some 83,000 locations |
+| parsed-file cache (`catalog.load._ParsedFile`) | ~1 s of every start validating 21,000 records |
+| yaml imported only for YAML catalogs (`catalog.load`) | ~24 ms of every start |
+| redaction patterns compiled on first use (`redact._COMPILED`) | ~22 ms of every start |"""
+
 
 def load(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((RESULTS / name).read_text())
@@ -202,7 +230,7 @@ def parallel_section() -> list[str]:
 
 def render() -> str:
     parts = [INTRO.rstrip("\n").splitlines(), throughput_section(), start_section(),
-             crash_section(), parallel_section()]
+             crash_section(), parallel_section(), CHOICES.splitlines()]
     lines: list[str] = []
     for part in parts:
         lines += part + [""]

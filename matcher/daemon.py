@@ -34,6 +34,14 @@ from typing import Any, Protocol, TextIO
 import structlog
 
 from matcher.catalog import CatalogError
+from matcher.catchup import (
+    CatchUp,
+    ChunkRead,
+    LinesRead,
+    PartialFlushed,
+    SourceEnded,
+    Ticked,
+)
 from matcher.config import ConfigError, load_config
 from matcher.latency import ReadTimes
 from matcher.notify import Notifier
@@ -151,8 +159,8 @@ class Wakeup:
 
     A pipe, not a `threading.Event`. A Python signal handler runs in the main thread between two
     bytecodes — possibly while that thread is inside `Event.wait()` holding the Event's lock —
-    and `Event.set()` from the handler then waits for that lock forever: SIGTERM was ignored
-    and the daemon had to be killed (seen once in CI). Writing a byte to a pipe takes no lock.
+    and `Event.set()` from the handler then waits for that lock forever, so that SIGTERM would
+    be ignored. Writing a byte to a pipe takes no lock.
     """
 
     def __init__(self) -> None:
@@ -205,12 +213,11 @@ class Daemon:
         self._reload = False
         self._next_retention = 0.0
         self._read_times = ReadTimes()  # for the event-latency histogram
-        # The full catalog compiling (`Compilation`): what was fed meanwhile, in order, to be
-        # fed again to the full catalog's pipeline; the events already emitted, by where
-        # their record starts, so that none is emitted twice.
-        self._replay: list[tuple[Any, ...]] | None = None
-        self._replay_bytes = 0
-        self._told: set[tuple[str, int]] = set()
+        # While the full catalog compiles: what is read meanwhile, to be read again by it.
+        self._catch_up: CatchUp | None = None
+        self._next_checkpoint = 0.0
+        self._notified_ready = False  # systemd told the daemon is serving
+        self._ready_http: object = None  # the HTTP server told it is ready
         self._next_progress = 0.0
         self._output_closed: OutputClosed | None = None  # the event stream's reader went away
         self._deadline_armed = False  # SIGALRM set for `stop_timeout` after a stop signal
@@ -278,7 +285,7 @@ class Daemon:
     def _start(self) -> None:
         topo = self.topo
         if topo.compilation is not None:
-            self._replay = []
+            self._catch_up = CatchUp(REPLAY_LIMIT)
             topo.compilation.start()
             self.log.warning("catalog_compiling", reason=topo.compilation.why,
                              reading_with=topo.catalog.count_by_layer(),
@@ -322,61 +329,10 @@ class Daemon:
         return EXIT_STOP_DEADLINE
 
     def _run_loop(self) -> int:
-        topo = self.topo
-        # The HTTP server told it is ready: a reload that moves `metrics_addr` makes a new one,
-        # which is told too (its /readyz said 503 "starting" for ever).
-        ready: object = None
-        notified = False
-        next_checkpoint = self.clock() + topo.config.checkpoint_interval
+        self._next_checkpoint = self.clock() + self.topo.config.checkpoint_interval
         try:
-            while not self._stop:
-                now = self.clock()
-                if self.topo.compilation is not None:
-                    self._follow_compilation(now)
-                if self._reload and self.topo.compilation is None:  # after the compile
-                    self._reload = False
-                    self.notifier.reloading()
-                    try:
-                        self.reload()
-                    finally:
-                        self.notifier.ready()  # new topology or old one kept: serving either way
-                topo = self.topo
-                progressed = False
-                if self._replay_bytes < REPLAY_LIMIT:  # else wait for the compile
-                    for source in topo.sources:
-                        progressed = source.read(now, self) or progressed
-                if not notified and topo.files.discovered:
-                    notified = True  # serving: systemd need not wait for a compile
-                    self.notifier.ready(f"following {topo.files.followed} files")
-                if ready is not topo.http and topo.files.discovered and topo.compilation is None:
-                    ready = topo.http
-                    if topo.http is not None:
-                        topo.http.set_ready(True)  # catalog loaded, sources opened
-                if topo.http is not None:
-                    topo.http.set_watching(topo.files.matching_nothing())
-                    topo.http.heartbeat()
-                topo.telemetry.heartbeat()
-                self.notifier.watchdog(now)  # only a loop that gets here vouches for itself
-                if self._replay is not None:
-                    self._replay.append(("tick", now))
-                self.emit(topo.pipeline.tick(now))
-                self._count_regex_timeouts()
-                if now >= next_checkpoint:
-                    self.checkpoint()
-                    next_checkpoint = now + topo.config.checkpoint_interval
-                if topo.stdin is not None and topo.stdin.finished and not topo.files.followed:
-                    break  # `watch -` with nothing else to follow: its input is read
-                if not progressed:
-                    # Idle: file events wake us; short naps only while something waits on a
-                    # clock (an open traceback, a rank window, a partial line).
-                    nap = 0.25 if topo.pipeline.holding() else 1.0
-                    due = topo.pipeline.due_in(self.clock())
-                    if due is not None:  # an event waits on its ranks' grace: wake for it
-                        nap = min(nap, max(0.005, due))
-                    judged = topo.files.due_in(self.clock())
-                    if judged is not None:  # a new file's wait to be judged a copy ends
-                        nap = min(nap, max(0.005, judged))
-                    self.wakeup.wait(self.notifier.max_nap(min(topo.config.poll_interval, nap)))
+            while not self._stop and self._turn():
+                pass
         except OutputClosed as e:
             self._output_closed = e
         except StopDeadline:
@@ -386,6 +342,82 @@ class Daemon:
             raise
         self.shutdown()
         return 1 if self._output_closed is not None else 0
+
+    def _turn(self) -> bool:
+        """One turn of the loop; False when there is nothing left to read (`watch -` with
+        nothing else to follow, its input read)."""
+        now = self.clock()
+        if self.topo.compilation is not None:
+            self._follow_compilation(now)
+        if self._reload and self.topo.compilation is None:  # after the compile
+            self._reload_now()
+        progressed = self._read(now)
+        self._report_health(now)
+        self._tick(now)
+        if now >= self._next_checkpoint:
+            self.checkpoint()
+            self._next_checkpoint = now + self.topo.config.checkpoint_interval
+        topo = self.topo
+        if topo.stdin is not None and topo.stdin.finished and not topo.files.followed:
+            return False
+        if not progressed:
+            self._nap()
+        return True
+
+    def _reload_now(self) -> None:
+        self._reload = False
+        self.notifier.reloading()
+        try:
+            self.reload()
+        finally:
+            self.notifier.ready()  # new topology or old one kept: serving either way
+
+    def _read(self, now: float) -> bool:
+        """Every source's turn (none while the catch-up is full: reading waits for the
+        compile); whether any read something."""
+        if self._catch_up is not None and self._catch_up.full:
+            return False
+        progressed = False
+        for source in self.topo.sources:
+            progressed = source.read(now, self) or progressed
+        return progressed
+
+    def _report_health(self, now: float) -> None:
+        """Readiness to systemd and `/readyz` (once the files are discovered and the catalog
+        is whole), what is watched, and the heartbeats: only a loop that gets here vouches
+        for itself."""
+        topo = self.topo
+        if not self._notified_ready and topo.files.discovered:
+            self._notified_ready = True  # serving: systemd need not wait for a compile
+            self.notifier.ready(f"following {topo.files.followed} files")
+        # A reload that moves `metrics_addr` makes a new HTTP server, which is told too.
+        if self._ready_http is not topo.http and topo.files.discovered \
+                and topo.compilation is None:
+            self._ready_http = topo.http
+            if topo.http is not None:
+                topo.http.set_ready(True)  # catalog loaded, sources opened
+        if topo.http is not None:
+            topo.http.set_watching(topo.files.matching_nothing())
+            topo.http.heartbeat()
+        topo.telemetry.heartbeat()
+        self.notifier.watchdog(now)
+
+    def _tick(self, now: float) -> None:
+        """The clock's turn: records and windows that waited long enough become events."""
+        if self._catch_up is not None:
+            self._catch_up.add(Ticked(now))
+        self.emit(self.topo.pipeline.tick(now))
+        self._count_regex_timeouts()
+
+    def _nap(self) -> None:
+        """Idle: file events wake us; short naps only while something waits on a clock (an
+        open traceback, a rank window, a partial line, a new file's wait to be judged)."""
+        topo = self.topo
+        nap = 0.25 if topo.pipeline.holding() else 1.0
+        for due in (topo.pipeline.due_in(self.clock()), topo.files.due_in(self.clock())):
+            if due is not None:
+                nap = min(nap, max(0.005, due))
+        self.wakeup.wait(self.notifier.max_nap(min(topo.config.poll_interval, nap)))
 
     def _finish_compilation(self) -> None:
         """Stopping while the full catalog compiles: wait for it (up to `STOP_COMPILE_WAIT`)
@@ -423,13 +455,14 @@ class Daemon:
                 self.log.info("catalog_compiling", progress=comp.reason, done=comp.done,
                               total=comp.total, elapsed_s=round(now - comp.started, 1),
                               estimate_s=None if eta is None else round(eta, 1),
-                              replay_bytes=self._replay_bytes)
+                              replay_bytes=0 if self._catch_up is None
+                              else self._catch_up.bytes)
             return
         if comp.result is None:
             self.log.error("catalog_compile_failed", detail=str(comp.error),
                            reading_with=topo.catalog.count_by_layer())
             topo.compilation = None
-            self._replay, self._replay_bytes, self._told = None, 0, set()
+            self._catch_up = None
             return
         self._take_full_catalog(comp, now)
 
@@ -439,32 +472,19 @@ class Daemon:
         where the record starts), and the unknown errors it held back, now known or not. That
         pipeline reads on from here: every line is matched by the full catalog, once."""
         topo = self.topo
-        assert comp.result is not None and self._replay is not None
+        catch_up = self._catch_up
+        assert comp.result is not None and catch_up is not None
         catalog, engine = comp.result
         pipeline = new_pipeline(topo.config, catalog, topo.redactor, engine=engine)
-        events: list[Event] = []
-        for step in self._replay:
-            kind = step[0]
-            if kind == "chunk":
-                events += pipeline.feed_counted(step[1], step[2]).events
-            elif kind == "lines":
-                events += pipeline.feed_lines_counted(step[1], step[2], step[3]).events
-            elif kind == "end":
-                events += pipeline.end_of_source(step[1], step[2])
-            elif kind == "flush":
-                events += pipeline.flush_partial(step[1], step[2])
-            else:
-                events += pipeline.tick(step[1])
-        fresh = [e for e in events if (e.source, e.offset) not in self._told]
-        steps, told = len(self._replay), len(self._told)
-        self._replay, self._replay_bytes, self._told = None, 0, set()
+        fresh = catch_up.replay(pipeline)
+        self._catch_up = None
         topo.catalog, topo.pipeline, topo.compilation = catalog, pipeline, None
         topo.metrics.reload(catalog, catalog_version=catalog.version)
         self.emit(fresh)
         self.log.info("catalog_compiled", seconds=round(now - comp.started, 1),
                       catalog_version=catalog.version, patterns=len(catalog.records),
-                      engine_cache=engine.stats.cache, replayed_steps=steps,
-                      events_already_emitted=told, events_added=len(fresh))
+                      engine_cache=engine.stats.cache, replayed_steps=len(catch_up.steps),
+                      events_already_emitted=catch_up.told, events_added=len(fresh))
 
     def shutdown(self) -> None:
         """Drain: read what is there, flush open records and windows, final checkpoint. With
@@ -517,11 +537,10 @@ class Daemon:
 
     def chunk(self, chunk: Chunk, now: float) -> Fed:
         self._read_times.read(chunk.source, chunk.end_offset, self.clock())
-        if self._replay is not None:
-            self._replay.append(("chunk", chunk, now))
-            self._replay_bytes += len(chunk.data)
+        if self._catch_up is not None:
+            self._catch_up.add(ChunkRead(chunk, now))
         try:
-            fed = self.topo.pipeline.feed_counted(chunk, now)
+            fed = self.topo.pipeline.feed(chunk, now)
         except Exception as e:  # noqa: BLE001 - a bug must cost a chunk, not the daemon
             self.topo.telemetry.pipeline_error("match", e, path=display_name(chunk.source),
                                                offset=chunk.end_offset - len(chunk.data))
@@ -532,21 +551,20 @@ class Daemon:
     def lines(self, source: str, lines: list[Line], now: float) -> Fed:
         if lines:
             self._read_times.read(source, lines[-1].end_offset, self.clock())
-        if self._replay is not None:
-            self._replay.append(("lines", source, list(lines), now))
-            self._replay_bytes += sum(len(line.text) for line in lines)
-        fed = self.topo.pipeline.feed_lines_counted(source, lines, now)
+        if self._catch_up is not None:
+            self._catch_up.add(LinesRead(source, tuple(lines), now))
+        fed = self.topo.pipeline.feed_lines(source, lines, now)
         self.emit(fed.events)
         return fed
 
     def end(self, source: str, now: float) -> None:
-        if self._replay is not None:
-            self._replay.append(("end", source, now))
+        if self._catch_up is not None:
+            self._catch_up.add(SourceEnded(source, now))
         self.emit(self.topo.pipeline.end_of_source(source, now))
 
     def flush_partial(self, source: str, now: float) -> None:
-        if self._replay is not None:
-            self._replay.append(("flush", source, now))
+        if self._catch_up is not None:
+            self._catch_up.add(PartialFlushed(source, now))
         self.emit(self.topo.pipeline.flush_partial(source, now))
 
     def checkpoint_offset(self, source: str) -> int | None:
@@ -558,11 +576,8 @@ class Daemon:
     # -- out ---------------------------------------------------------------------------------
 
     def emit(self, events: list[Event]) -> None:
-        if self._replay is not None and events:
-            # The full catalog is not in: emit known failures (told once: see
-            # `_take_full_catalog`), hold back what no record of these layers knows.
-            events = [e for e in events if e.pattern_id is not None]
-            self._told.update((e.source, e.offset) for e in events)
+        if self._catch_up is not None and events:
+            events = self._catch_up.emitted(events)  # the full catalog is not in yet
         if not events:
             return
         topo = self.topo
@@ -589,15 +604,15 @@ class Daemon:
         """The read positions saved. `start`: the ones reading starts from, before anything is
         read (nothing to hold back then, even while the full catalog compiles). Without them a
         daemon killed before its first checkpoint — within `checkpoint_interval` of its start,
-        or at any time while the full catalog compiles, when none is written — came back with
-        no position for the files it had found, followed them from their end, and lost every
-        line written between its two starts (a CI run under load: 2,473 of 4,000)."""
+        or at any time while the full catalog compiles, when none is written — would come back
+        with no position for the files it had found, follow them from their end, and lose every
+        line written between its two starts."""
         topo = self.topo
         wall = self.wall()
         for sink in topo.sinks:
             if sink.holds_checkpoint:
                 sink.flush()  # no position is saved ahead of the events of the lines before it
-        if self._replay is not None and not start:
+        if self._catch_up is not None and not start:
             # The lines read while the full catalog compiles are not done with until it has
             # matched them: no position moves past them (a stop now reads them again).
             return

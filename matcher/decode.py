@@ -33,10 +33,13 @@ deciding it has been idle long enough).
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from matcher.types import Chunk, Line, Stream
 
@@ -96,6 +99,15 @@ class LineSplitter:
         """Count lines from elsewhere: `matcher.parallel`'s workers count from their own start,
         and their count moves to the true one where their reading meets the parent's."""
         self._lineno += delta
+
+    def state(self) -> dict[str, Any]:
+        """What decides which lines the next chunks make, comparable with `==` (a copy):
+        every field (one added later counts until said otherwise) but the `skipped` counter;
+        the line being read (up to `max_line_bytes`) by its digest, so that a kept state does
+        not hold a copy of a long line."""
+        fields = {k: v for k, v in vars(self).items() if k not in ("skipped", "_pending")}
+        fields["_pending"] = hashlib.blake2b(self._pending, digest_size=16).digest()
+        return copy.deepcopy(fields)
 
     def feed(self, chunk: Chunk) -> list[Line]:
         data = chunk.data
@@ -401,6 +413,11 @@ class LineDecoder:
         """Move the line numbers of the partial lines held by `delta` (`LineSplitter.renumber`)."""
         for partial in self._partials.values():
             partial.lineno += delta
+
+    def state(self) -> dict[str, Any]:
+        """What decides which lines the next raw lines make, comparable with `==` (a copy):
+        every field but the `malformed` counter."""
+        return copy.deepcopy({k: v for k, v in vars(self).items() if k != "malformed"})
 
     def detect(self, data: bytes) -> None:
         """Decide the format from the first non-blank complete line of a source's first bytes

@@ -57,8 +57,8 @@ def frames_by_exception(record: Record) -> tuple[tuple[Frame, ...], ...]:
     call last):` line starts a new run of frames.
 
     Kept for the records read last (`_READ`): matching a traceback reads its frames for the
-    records named by frame and again for the file that raised it, and a bench log's
-    tracebacks were read twice each, a tenth of a scan.
+    records named by frame and again for the file that raised it: kept, each traceback's
+    frames are read once.
     """
     kept = _READ.get(id(record))
     if kept is not None and kept[0] is record:

@@ -16,6 +16,7 @@ A line that sglang's prefix does not start is taken as it is, ranks unknown.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -260,6 +261,18 @@ class Framer:
         (`LineSplitter.renumber`)."""
         for building in self._open.values():
             building.lineno += delta
+
+    def state(self) -> dict[str, Any]:
+        """What decides which records the next lines make, comparable with `==` (a copy):
+        every field but `ranks_seen` (read only by the aggregator's `early` mode) and the
+        `redactor` (the same patterns wherever it is made); the learned wrappers by their
+        patterns, and the current record's key only while one is open (else nothing reads it)."""
+        fields = {k: v for k, v in vars(self).items()
+                  if k not in ("ranks_seen", "redactor", "learned")}
+        fields["learned"] = [(p.pattern, p.flags) for p in self.learned.shapes]
+        if self.idle():
+            fields["_current"] = ""
+        return copy.deepcopy(fields)
 
     def open_offsets(self) -> list[int]:
         """Where each record still being assembled starts: its lines are not handed on yet."""

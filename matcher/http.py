@@ -23,13 +23,13 @@ count, a failing handler as an error with its traceback in a field — never a r
   client (behind a network policy or an authenticating proxy: events carry log text),
   `"off"` none. The others get 403; `/metrics` and the probes are served to every client.
 
-Memory (issue 34: 16 slow readers of `/events` once took the daemon to 2.2 GB): a response is
+Memory (slow readers of `/events` must not each hold a rendered copy): a response is
 the ring's kept JSON, joined as it is written, never rendered whole; what the responses being
 written hold together is capped at `events_inflight_bytes` (default 64 MiB, counted at their
 full size): past it a request gets 503 with `Retry-After`, unless it is the only one.
 
-Slow and many clients (issue 12: 1,000 stalled connections once took 1,000 threads and
-descriptors, starved the log reader of descriptors and timed /healthz out) meet two bounds, both
+Slow and many clients (stalled connections must not take a thread and a descriptor each,
+starve the log reader of descriptors or time /healthz out) meet two bounds, both
 kept by the accept loop, so no slow client can stop them:
 
 - At most `max_connections` (default 64) connections are open. At the cap, a new connection is

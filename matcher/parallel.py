@@ -23,8 +23,7 @@ which is a pure function of the record), so only it is spread:
   others. It counts from its warm-up read, and states are compared with every line number
   taken relative to the splitter's (`state_of`); where they meet, the parent knows the true
   number there and moves the worker's records and reading state by the difference
-  (`_renumber`). Counting the lines before each task first took every core a pass over the
-  whole input (a fifth of the work on a 1 GB log) before any task could start.
+  (`_renumber`): no task waits for a pass over the input before it to count its lines.
 - The records then go, chunk by chunk as `Pipeline.feed` would hand them on, through the
   parent's one `Pipeline.aggregate`: the picking of a release under "auto", the grouping of
   ranks and consequences, the repeat windows, all in log order. Ends of files, the counts and
@@ -35,8 +34,8 @@ which is a pure function of the record), so only it is spread:
   traceback still open) and ships what that makes (`_Done.ending`), taken with its steps;
   its reading state, ended, stays there, and the parent has nothing left to end.
 - Events become dicts (redaction, the other costly step) in the workers, in order; and, for
-  `scan --format json`, JSON lines there too (`encode`): on the 1 GB bench log the parent
-  encoding 6,000 events after the last read was 0.19 s of a 7.3 s run.
+  `scan --format json`, JSON lines there too (`encode`), so that the parent has little left
+  to do after the last read.
 
 So equal output is by construction, and the tests check it on every log in the repository,
 whole and concatenated, at cuts chosen by hypothesis. What the state comparison leaves out:
@@ -54,19 +53,15 @@ tasks itself (`_read_here`) and makes those dicts, so the output is still the sa
 
 from __future__ import annotations
 
-import collections
-import copy
 import dataclasses
 import gc
-import hashlib
 import io
 import multiprocessing
 import os
 import signal
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +75,7 @@ from matcher.redact import Redactor
 from matcher.sinks.events import event_dict
 from matcher.source import saved
 from matcher.types import Chunk, Event, Match, Record
+from matcher.worker_pool import DictBatches, Window, Workers
 
 # Descriptors left free besides the held files: stdio, the executor's pipes (three, and a
 # sentinel per worker: `_holdable` adds two a worker), the file a task or the parent opens, a
@@ -89,26 +85,22 @@ OWN_DESCRIPTORS = 32
 MIN_TASK_CHUNKS = 4
 # Fewer reads than this in all (64 MiB at scan's read size) are read by one process: each
 # worker starts cold (it compiles the patterns it confirms again), which a smaller input does
-# not repay — on 2 CPUs, a 17 MB bench log took 0.60 s alone and 0.65 s with two workers, an
-# 84 MB one 1.00 s either way, a 168 MB one 1.46 s and 1.22 s.
+# not repay (docs/performance.md has the measurements).
 MIN_PARALLEL_READS = 64
 # How many times its size a compressed file is taken to hold, to judge whether workers pay:
 # gzip makes sglang's logs 5–10 times smaller (5.6 times at `gzip -1` for the bench log).
 COMPRESSED_RATIO = 5
-# Events per batch made into dicts by a worker (the last ones: a batch per worker).
-DICT_BATCH = 256
 # Files held open from the plan to the scan's end, so that every task reads the file it was
 # cut from even once logrotate renamed it away (`Task.fd`); past them, a task opens its path
 # and checks it is still that file (`_open`). At most this many, and no more than the
 # descriptor limit leaves room for (`_holdable`; the soft limit is raised to the hard one,
 # which systemd and container runtimes set at 524,288 or more). Each is held as its bare
-# descriptor (`io.FileIO`, no buffer): 10,000 buffered files held 80 MB of read buffers.
+# descriptor (`io.FileIO`, no buffer): a buffered file would hold a read buffer each.
 HELD_FILES = 1 << 16
 _FDS = "/proc/self/fd"  # a held file opened anew: its own offset, however it is named now
 # Files of one read or less are handed to the workers this many reads' worth at a time (at most
 # `BATCH_FILES` of them): one at a time, the executor's round trip and the parent's share
-# cost more than the reading, and `scan -j 2` of a directory of 10,000 such logs took twice as
-# long as `-j 1`.
+# would cost more than the reading.
 BATCH_READS = 4
 BATCH_FILES = 256
 # Tasks per worker for a file that is cut: enough to even out the load, few enough that the
@@ -116,8 +108,8 @@ BATCH_FILES = 256
 TASKS_PER_JOB = 4
 # A worker keeps its reading state (`state_of`, a deep copy) at each of a task's first
 # `STATES_EVERY_READ` boundaries, where what straddles a cut (a traceback, a partial line)
-# almost always ends, and at every `STATES_STRIDE`-th one after: copied at every read, it was
-# a fortieth of a worker's time on the 1 GB bench log. Where the two states meet later, the
+# almost always ends, and at every `STATES_STRIDE`-th one after, not at every read (a deep copy
+# is not free). Where the two states meet later, the
 # parent reads on to the next boundary that has one: at most `STATES_STRIDE` - 1 reads more.
 STATES_EVERY_READ = 16
 STATES_STRIDE = 16
@@ -183,8 +175,7 @@ class _Done:
     short: bool = False  # the file ended before the task's last read: it shrank while read
     # A file's last task: what ending it makes (`Pipeline.end_of_source`: the last line if it
     # has no newline, the traceback still open), taken with its steps; the parent then forgets
-    # the file (ending it there again, and matching its last records, was a third of its work
-    # over a directory of small logs).
+    # the file instead of ending it and matching its last records again itself.
     ending: _Step | None = None
 
 
@@ -200,21 +191,7 @@ def state_of(reader: Reader) -> object:
     _renumber(reader, -line)
     try:
         splitter, decoder, framer = reader
-        f = {k: v for k, v in vars(framer).items()
-             if k not in ("ranks_seen", "redactor", "learned")}
-        f["learned"] = [(p.pattern, p.flags) for p in framer.learned.shapes]
-        if framer.idle():
-            f["_current"] = ""
-        split = {k: v for k, v in vars(splitter).items() if k != "skipped"}
-        # The line being read, up to `max_line_bytes` (1 MiB), by its digest: a worker keeps
-        # some twenty states a task, and through a 100 MB line each held a MiB of it (the
-        # parent of `scan -j 2` grew to 250 MB on a 147 MB log; 98 MB with one process).
-        split["_pending"] = hashlib.blake2b(splitter._pending, digest_size=16).digest()
-        return copy.deepcopy((
-            split,
-            {k: v for k, v in vars(decoder).items() if k != "malformed"},
-            f,
-        ))  # a copy: the objects go on changing
+        return (splitter.state(), decoder.state(), framer.state())
     finally:
         _renumber(reader, line)
 
@@ -242,72 +219,90 @@ class _Front(Pipeline):
         return []
 
 
-# Set in the parent before the workers are forked; they inherit it.
-_shared: dict[str, Any] = {}
-# What the last parallel scan did: tasks, the batches they were handed out in (`batches`),
-# reads whose records came from a worker, reads the parent made again because the worker's
-# state was not the true one there, and reads the parent made in a worker's stead, the
-# workers gone.
-last: dict[str, int] = {}
+@dataclass(slots=True)
+class ParallelStats:
+    """What a parallel scan did: its tasks, the batches they were handed out in (`batches`),
+    reads whose records came from a worker, reads the parent made again because the worker's
+    state was not the true one there, and reads the parent made in a worker's stead, the
+    workers gone."""
+
+    tasks: int = 0
+    batches: int = 0
+    reads_from_workers: int = 0
+    reads_again: int = 0
+    reads_here: int = 0
 
 
-def _counts(before: PipelineStats, after: PipelineStats, source: str) -> dict[str, Any]:
-    """What one read added to the counts (`after` is `before` plus that read)."""
-    lines = after.by_source_lines.get(source)
-    return {"lines": after.lines - before.lines, "bytes": after.bytes - before.bytes,
-            "truncated": after.lines_truncated - before.lines_truncated,
-            "malformed": after.lines_malformed - before.lines_malformed,
-            "source_lines": None if lines is None
-            else lines - before.by_source_lines.get(source, 0),
-            "source_malformed": after.by_source_malformed.get(source, 0)
-            - before.by_source_malformed.get(source, 0),
-            "format": after.by_source_format.get(source)}
+@dataclass(frozen=True, slots=True)
+class WorkerContext:
+    """What a worker reads and makes dicts with: the parent's engine and pipeline, which each
+    worker inherits through fork (`_start_worker`), never pickled."""
+
+    engine: Engine
+    pipeline: Pipeline  # the settings a worker's own pipelines copy (`_Front`)
+    read_size: int
+    index: dict[int, int]  # `id()` of each of `engine.records`: its index (`_pack`)
+    encode: Callable[[dict[str, Any]], Any] | None = None
+    redactor: Redactor = dataclasses.field(default_factory=Redactor)
+
+    def run(self, task: Task) -> _Done:
+        """One task read: its steps, the reading states kept, and how it ended."""
+        front = _Front(self.engine, self.pipeline)
+        source, read_size = task.source, self.read_size
+        reader = front.reader(source)
+        if task.first > 0:
+            reader[1].detected = task.detected
+        steps: list[_Step] = []
+        states: list[object] = [] if task.first > 0 else [None]
+        linenos: list[int] = [] if task.first > 0 else [0]
+        try:
+            opened = _open(task, read_size)
+        except _Replaced as e:
+            return _Done([], [], [], reader, str(e), short=True)
+        with opened as f:
+            for c, data in _reads(f, max(task.first - 1, 0), task.stop, read_size):
+                before = front.stats.snapshot()
+                front.feed(Chunk(data, source, c * read_size + len(data)))
+                if c >= task.first:
+                    steps.append(self._step(front, before, source))
+                else:
+                    front.taken = []  # the warm-up read's records: not this task's
+                # (A file's first task needs none: the parent's state there is a fresh one.)
+                states.append(state_of(reader) if task.first and kept_state(c + 1 - task.first)
+                              else None)
+                linenos.append(reader[0].lineno)
+            damaged, short = _ended(f, task, read_size)
+        if task.stop is None and states:
+            before = front.stats.snapshot()
+            front.end_of_source(source)
+            ending = self._step(front, before, source)
+            return _Done(steps, states, linenos, None, damaged, short, ending)
+        reader[2].redactor = None  # the parent's goes in
+        return _Done(steps, states, linenos, reader, damaged, short or not states)
+
+    def _step(self, front: _Front, before: PipelineStats, source: str) -> _Step:
+        """The records `front` took since `before` was its stats, as one step."""
+        records, front.taken = front.taken, []
+        return _step(front, records, self.index, front.stats.added_since(before, source))
+
+    def dicts(self, events: list[Event]) -> list[Any]:
+        """`events` as dicts (redacted), or what `encode` makes of each."""
+        made = [event_dict(e, self.redactor) for e in events]
+        return made if self.encode is None else [self.encode(d) for d in made]
 
 
-def _snapshot(stats: PipelineStats) -> PipelineStats:
-    return dataclasses.replace(stats, by_source_lines=dict(stats.by_source_lines),
-                               by_source_malformed=dict(stats.by_source_malformed),
-                               by_source_format=dict(stats.by_source_format))
+# This process's context when it is a worker: set once by `_start_worker`, never in the parent.
+_worker_context: WorkerContext | None = None
+
+
+def _context() -> WorkerContext:
+    assert _worker_context is not None, "not a worker process"
+    return _worker_context
 
 
 def _run(task: Task) -> _Done:
-    engine: Engine = _shared["engine"]
-    index: dict[int, int] = _shared["index"]
-    read_size: int = _shared["read_size"]
-    front = _Front(engine, _shared["pipeline"])
-    source = task.source
-    reader = front.reader(source)
-    start = max(task.first - 1, 0)
-    if task.first > 0:
-        reader[1].detected = task.detected
-    steps: list[_Step] = []
-    states: list[object] = [] if task.first > 0 else [None]
-    linenos: list[int] = [] if task.first > 0 else [0]
-    try:
-        opened = _open(task, read_size)
-    except _Replaced as e:
-        return _Done([], [], [], reader, str(e), short=True)
-    with opened as f:
-        for c, data in _reads(f, start, task.stop, read_size):
-            before = _snapshot(front.stats)
-            front.feed(Chunk(data, source, c * read_size + len(data)))
-            records, front.taken = front.taken, []
-            if c >= task.first:
-                steps.append(_step(front, records, index, _counts(before, front.stats, source)))
-            # (A file's first task needs none: the parent's state there is a fresh one too.)
-            states.append(state_of(reader) if task.first and kept_state(c + 1 - task.first)
-                          else None)
-            linenos.append(reader[0].lineno)
-        damaged, short = _ended(f, task, read_size)
-    ending: _Step | None = None
-    if task.stop is None and states:
-        before = _snapshot(front.stats)
-        front.end_of_source(source)
-        records, front.taken = front.taken, []
-        ending = _step(front, records, index, _counts(before, front.stats, source))
-        return _Done(steps, states, linenos, None, damaged, short, ending)
-    reader[2].redactor = None  # the parent's goes in
-    return _Done(steps, states, linenos, reader, damaged, short or not states, ending)
+    """A worker's task (what the executor calls by name)."""
+    return _context().run(task)
 
 
 def _run_batch(tasks: list[Task]) -> list[_Done]:
@@ -406,11 +401,8 @@ def _unpack(packed: tuple[int, dict[str, Any]], record: Record,
 
 
 def _dicts(events: list[Event]) -> list[Any]:
-    redactor = _shared.setdefault("redactor", Redactor())
-    encode: Callable[[dict[str, Any]], Any] | None = _shared["encode"]
-    if encode is None:
-        return [event_dict(e, redactor) for e in events]
-    return [encode(event_dict(e, redactor)) for e in events]
+    """A batch of events made into dicts by a worker (what the executor calls by name)."""
+    return _context().dicts(events)
 
 
 # -- the parent -------------------------------------------------------------------------------
@@ -499,7 +491,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
          encode: Callable[[dict[str, Any]], Any] | None = None,
          damaged: Callable[[str, str], None] = lambda path, why: None,
          progress: Callable[..., None] | None = None,
-         lost: Callable[[str], None] = lambda why: None) -> list[Any]:
+         lost: Callable[[str], None] = lambda why: None) -> tuple[list[Any], ParallelStats]:
     """The event dicts of `inputs` ((path, source) pairs) in `order`, as `pipeline` makes them
     from reads of `read_size` bytes — `pipeline.finish()` included — read by `jobs` workers;
     or, given `encode`, what it makes of each dict, in the workers too (a JSON line).
@@ -512,7 +504,7 @@ def scan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], *, jobs: int, re
     before anything is read. `progress(read_bytes, events=, files=)` (`Progress.advance`) is
     told of each task as the parent takes it. A worker that ends abruptly (the kernel's OOM
     killer, a `kill -9`) does not stop the scan: the parent reads what is left itself, with the
-    same output, and `lost(why)` is told once (`_Workers`).
+    same output, and `lost(why)` is told once (`worker_pool.Workers`). With the dicts, what the scan did.
     """
     if pipeline.aggregator.early:
         raise ValueError("a parallel scan aggregates without `early`")
@@ -546,8 +538,8 @@ def _plan(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], jobs: int, read
                 probe = LineDecoder(pipeline.input_format,
                                     max_line_bytes=pipeline.max_line_bytes)
                 # What the peek buffered decides as the first read would, if it holds a whole
-                # line; only else is the first read read (a MiB allocated for each of a
-                # directory's small logs was a third of the plan).
+                # line; only else is the first read read (no read-sized buffer for each of a
+                # directory's small logs).
                 probe.detect(f.peek(read_size)[:read_size])
                 if probe.detected is None:
                     probe.detect(f.read(read_size))
@@ -579,30 +571,31 @@ def _fork(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], plan: list[list
           jobs: int, read_size: int, read_alone: Callable[[str, str], list[Event]],
           order: Callable[[Event], Any], encode: Callable[[dict[str, Any]], Any] | None,
           damaged: Callable[[str, str], None], progress: Callable[..., None] | None,
-          lost: Callable[[str], None]) -> list[Any]:
+          lost: Callable[[str], None]) -> tuple[list[Any], ParallelStats]:
     """`scan` once its tasks are planned: the workers forked, the scan, the workers ended."""
     docker = any(t.detected == "docker" for ts in plan for t in ts)
     engine = pipeline.engine
     if docker:
         _ = engine.docker_prefilter  # built once, before the workers are forked
     records = engine.records
-    _shared.update(engine=engine, pipeline=pipeline, read_size=read_size, encode=encode,
-                   index={id(r): i for i, r in enumerate(records)})
+    context = WorkerContext(engine, pipeline, read_size,
+                            {id(r): i for i, r in enumerate(records)}, encode)
     # The workers share the parent's heap until they write to it; the collector would write to
     # every object it walks, so what exists now is left out of its walks. The parent then runs
     # without the collector until the scan is done: it makes no cycles, and the records and
-    # events arriving from the workers set off a collection every few hundred objects, which
-    # took a sixth of its time (`gc.freeze` alone left the objects it unpickled to walk).
+    # events arriving from the workers would set off a collection every few hundred objects
+    # (`gc.freeze` alone leaves the objects it unpickles to walk).
     # (The workers are forked at the first task handed out, after `gc.disable`: see
     # `_start_worker`.)
     gc.freeze()
     collecting = gc.isenabled()
     gc.disable()
-    workers = _Workers(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=_start_worker), lost)
+    workers = Workers(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=_start_worker, initargs=(context,)),
+                       lost)
     try:
-        return _scan(workers, pipeline, inputs, plan, read_alone, order, records, read_size,
-                     jobs, damaged, progress or _nothing)
+        return _scan(workers, context, inputs, plan, read_alone, order, records, jobs,
+                     damaged, progress or _nothing)
     finally:
         workers.stop()
         if collecting:
@@ -610,62 +603,85 @@ def _fork(pipeline: Pipeline, inputs: Sequence[tuple[str, str]], plan: list[list
         gc.unfreeze()
 
 
-def _scan(workers: _Workers, pipeline: Pipeline, inputs: Sequence[tuple[str, str]],
+def _scan(workers: Workers, context: WorkerContext, inputs: Sequence[tuple[str, str]],
           plan: list[list[Task]], read_alone: Callable[[str, str], list[Event]],
-          order: Callable[[Event], Any], records: Sequence[CatalogRecord],
-          read_size: int, jobs: int, damaged: Callable[[str, str], None],
-          progress: Callable[..., None]) -> list[Any]:
+          order: Callable[[Event], Any], records: Sequence[CatalogRecord], jobs: int,
+          damaged: Callable[[str, str], None], progress: Callable[..., None]
+          ) -> tuple[list[Any], ParallelStats]:
     """`scan` once the workers are forked: the tasks in log order, read by them and taken by
     the parent, and the event dicts in `order`."""
     tasks = [t for ts in plan for t in ts]
-    last.clear()
-    handed = batches(tasks, read_size)
-    last.update(tasks=len(tasks), batches=len(handed), reads_from_workers=0, reads_again=0,
-                reads_here=0)
-    done = _Window(workers, handed, ahead=jobs + 1)
-    dicts = _Dicts(workers, jobs)
-    queue = iter(tasks)
+    handed = batches(tasks, context.read_size)
+    taking = _Taking(context, records, ParallelStats(tasks=len(tasks), batches=len(handed)),
+                     Window(workers, handed, ahead=jobs + 1, run=_run, run_batch=_run_batch),
+                     DictBatches(workers, jobs, in_worker=_dicts, make=context.dicts),
+                     damaged, progress)
     for (path, source), own in zip(inputs, plan, strict=True):
-        if not own:
-            dicts.add(read_alone(path, source))
-            continue
+        if own:
+            taking.file(path, source, own)
+        else:
+            taking.dicts.add(read_alone(path, source))
+    taking.dicts.add(context.pipeline.finish())
+    return taking.dicts.ordered(order), taking.stats
+
+
+@dataclass(slots=True)
+class _Taking:
+    """The parent taking the workers' results, file by file in log order."""
+
+    context: WorkerContext
+    records: Sequence[CatalogRecord]
+    stats: ParallelStats
+    done: Window
+    dicts: DictBatches
+    damaged: Callable[[str, str], None]
+    progress: Callable[..., None]
+
+    def file(self, path: str, source: str, own: list[Task]) -> None:
+        """One file's tasks taken, and the file ended where no worker ended it."""
+        pipeline = self.context.pipeline
         true: Reader | None = None  # the reading state at the boundary reached
         ended = False  # a worker ended the file, and the parent took that ending
         cut = False  # the file ended before a task's last read: it shrank while read
-        for _ in own:
-            result = done.next()
-            task = next(queue)
+        for task in own:
+            result = self.done.next()
             more: list[Event] = []
             why: str | None = None
             if not cut:  # (after a cut, what a task read is not what one process reads now)
-                try:
-                    if result is None:  # the workers are gone: the parent reads it
-                        more, true, why, cut = _read_here(pipeline, task, true, read_size)
-                    elif not result.states:  # the file ended, or was replaced, before it
-                        why, cut = result.damaged, True
-                    else:
-                        more, true = _take(pipeline, task, result, true, records, read_size)
-                        why, cut, ended = result.damaged, result.short, true is None
-                except _Replaced as e:
-                    why, cut = str(e), True
+                more, true, why, cut, ended = self._task(task, result, true)
                 if cut and why is None and task is not own[-1]:
                     # shorter than when its tasks were cut: said once, at the task that ended
                     why = saved.truncated(f"{sum(t.disk_bytes for t in own):,} bytes when the "
                                           "scan began", _size(path))
-            dicts.add(more)
-            progress(task.disk_bytes, events=len(more), files=int(task.last))
+            self.dicts.add(more)
+            self.progress(task.disk_bytes, events=len(more), files=int(task.last))
             if why is not None:
-                damaged(path, why)
-        if ended:  # (a small file's only task, as a rule: ending it here cost a third of
-            # the parent's work over a directory of them, and its state a trip back)
+                self.damaged(path, why)
+        if ended:  # (a small file's only task, as a rule: the worker ended it, and its
+            # reading state stayed there)
             pipeline.forget_reader(source)
-            continue
+            return
         if true is None:  # replaced before its first task was read: nothing was
             true = pipeline.reader(source)
         pipeline.set_reader(source, *true)
-        dicts.add(pipeline.end_of_source(source))
-    dicts.add(pipeline.finish())
-    return dicts.ordered(order)
+        self.dicts.add(pipeline.end_of_source(source))
+
+    def _task(self, task: Task, result: _Done | None, true: Reader | None
+              ) -> tuple[list[Event], Reader | None, str | None, bool, bool]:
+        """One task's events, the true reading state after it, what was damaged (or None),
+        whether the file ended before the task's last read, and whether the worker ended it."""
+        pipeline, read_size = self.context.pipeline, self.context.read_size
+        try:
+            if result is None:  # the workers are gone: the parent reads it
+                more, here, why, cut = _read_here(pipeline, task, true, read_size, self.stats)
+                return more, here, why, cut, False
+            if not result.states:  # the file ended, or was replaced, before it
+                return [], true, result.damaged, True, False
+            more, after = _take(pipeline, task, result, true, self.records, read_size,
+                                self.stats)
+            return more, after, result.damaged, result.short, after is None
+        except _Replaced as e:
+            return [], true, str(e), True, False
 
 
 def _size(path: str) -> int:
@@ -679,142 +695,20 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
     pass
 
 
-def _start_worker() -> None:
-    """A worker's first act: its collector back on (forked from a parent that runs without),
-    and Ctrl-C left to the parent, which ends the workers (`_Workers.stop`): a worker stopped
-    by it in the middle of a task would print a traceback of its own."""
+def _start_worker(context: WorkerContext) -> None:
+    """A worker's first act: its context kept, its collector back on (forked from a parent
+    that runs without), and Ctrl-C left to the parent, which ends the workers
+    (`Workers.stop`): a worker stopped by it in the middle of a task would print a traceback
+    of its own."""
+    global _worker_context  # the one per-process slot (see `_context`)
+    _worker_context = context
     gc.enable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-class _Workers:
-    """The worker processes, and whether they are still there. One that ends abruptly — the
-    kernel's OOM killer, a `kill -9`, a crash in C — breaks the executor: every task handed
-    out and not done fails at once (`BrokenProcessPool`; a `multiprocessing.Pool` waits for
-    its result forever, and `scan` hung without a word). From then on `submit` and `result`
-    give None, the parent does the rest itself, and `lost` is told why, once."""
-
-    def __init__(self, executor: ProcessPoolExecutor, lost: Callable[[str], None]) -> None:
-        self._executor = executor
-        self._lost = lost
-        self.gone = False
-
-    def submit(self, fn: Callable[[Any], Any], arg: Any) -> Future[Any] | None:
-        if self.gone:
-            return None
-        try:
-            return self._executor.submit(fn, arg)
-        except BrokenProcessPool:
-            self._lose()
-            return None
-
-    def result(self, future: Future[Any] | None) -> Any:
-        """The future's result; None when the workers are gone. A worker's exception (a bug)
-        is raised here, with the worker's traceback as its cause."""
-        if future is None:
-            return None
-        try:
-            return future.result()
-        except BrokenProcessPool:
-            self._lose()
-            return None
-
-    def _lose(self) -> None:
-        if not self.gone:
-            self.gone = True
-            self._lost("a worker process ended abruptly (killed — the kernel's OOM killer says "
-                       "so in `dmesg` — or crashed); this process read the rest itself: the "
-                       "output is whole")
-
-    def stop(self) -> None:
-        """The workers ended now, whatever they are doing (an interrupted scan does not wait
-        for their tasks): Python 3.14's `terminate_workers`, before it what it does."""
-        terminate = getattr(self._executor, "terminate_workers", None)
-        if terminate is not None:
-            terminate()
-        else:
-            processes = getattr(self._executor, "_processes", None) or {}
-            for process in list(processes.values()):
-                if process.is_alive():
-                    process.terminate()
-        self._executor.shutdown(wait=True, cancel_futures=True)
-
-
-class _Window:
-    """The tasks' results in order, with `ahead` batches of them (`batches`) handed to the
-    workers at a time: the event batches `_Dicts` hands on queue between tasks, not behind all
-    of them, so that the last events are all that is left to make into dicts when the last
-    task is read."""
-
-    def __init__(self, workers: _Workers, batches: Sequence[list[Task]], *, ahead: int) -> None:
-        self._workers = workers
-        self._batches = iter(batches)
-        self._sent: collections.deque[tuple[int, Future[Any] | None]] = collections.deque()
-        self._ready: collections.deque[_Done | None] = collections.deque()
-        for _ in range(ahead):
-            self._send()
-
-    def _send(self) -> None:
-        batch = next(self._batches, None)
-        if batch is None:
-            return
-        if len(batch) == 1:
-            self._sent.append((1, self._workers.submit(_run, batch[0])))
-        else:
-            self._sent.append((len(batch), self._workers.submit(_run_batch, batch)))
-
-    def next(self) -> _Done | None:
-        """The next task's result; None when the workers are gone (the parent reads it)."""
-        if not self._ready:
-            n, future = self._sent.popleft()
-            result = self._workers.result(future)
-            if n == 1:
-                self._ready.append(result)
-            else:
-                self._ready.extend(result if result is not None else [None] * n)
-            self._send()
-        return self._ready.popleft()
-
-
-class _Dicts:
-    """Events made into dicts by the workers as the parent hands them on, in batches queued
-    behind the reading tasks: a worker done with its last task turns to them while the others
-    still read, instead of all of them waiting for the last event. `ordered` gives the dicts
-    in the order a stable sort of the events by `order` gives, as one process emits them."""
-
-    def __init__(self, workers: _Workers, jobs: int) -> None:
-        self._workers = workers
-        self._jobs = jobs
-        self._events: list[Event] = []
-        self._waiting: list[Event] = []
-        # Each batch in `_events` order, with the future of its dicts (None: no workers left).
-        self._parts: list[tuple[list[Event], Future[Any] | None]] = []
-
-    def add(self, events: list[Event]) -> None:
-        self._waiting += events
-        while len(self._waiting) >= DICT_BATCH:
-            self._send(DICT_BATCH)
-
-    def _send(self, size: int) -> None:
-        batch, self._waiting = self._waiting[:size], self._waiting[size:]
-        self._events += batch
-        self._parts.append((batch, self._workers.submit(_dicts, batch)))
-
-    def ordered(self, order: Callable[[Event], Any]) -> list[Any]:
-        if self._waiting:  # the last: a batch per worker, so that they end together
-            size = -(-len(self._waiting) // self._jobs)
-            while self._waiting:
-                self._send(size)
-        made: list[Any] = []
-        for batch, future in self._parts:
-            done = self._workers.result(future)
-            made += _dicts(batch) if done is None else done
-        at = sorted(range(len(self._events)), key=lambda i: order(self._events[i]))
-        return [made[i] for i in at]
-
-
 def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
-          records: Sequence[CatalogRecord], read_size: int) -> tuple[list[Event], Reader | None]:
+          records: Sequence[CatalogRecord], read_size: int, stats: ParallelStats
+          ) -> tuple[list[Event], Reader | None]:
     """The events of one task's reads, and the true reading state after them: the worker's
     from the boundary where its state is the true one (its line numbers moved to the true
     ones there); before it, the parent's own reading. None for the state: the worker ended
@@ -833,26 +727,25 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
                 while k < len(result.steps):
                     data = f.read(read_size)
                     end = (task.first + k) * read_size + len(data)
-                    events += pipeline.feed(Chunk(data, source, end))
+                    events += pipeline.feed(Chunk(data, source, end)).events
                     k += 1
                     reader = pipeline.reader(source)
                     if result.states[k] is not None and state_of(reader) == result.states[k]:
                         line = reader[0].lineno
                         break
                 else:
-                    last["reads_again"] += k
+                    stats.reads_again += k
                     return events, pipeline.reader(source)
-    last["reads_again"] += k
-    last["reads_from_workers"] += len(result.steps) - k
+    stats.reads_again += k
+    stats.reads_from_workers += len(result.steps) - k
     shift = line - result.linenos[k]
     more = result.steps[k:] if result.ending is None else [*result.steps[k:], result.ending]
     for step in more:
-        _add_counts(pipeline.stats, source, step.counts)
+        pipeline.stats.add(source, step.counts)
         if shift:
             for r in step.records:
                 # Set in place: the record was unpickled from the worker's result just now,
-                # and nothing else holds it yet (`dataclasses.replace` costs a tenth of the
-                # parent's work).
+                # and nothing else holds it yet (`dataclasses.replace` would copy every record).
                 object.__setattr__(r, "lineno", r.lineno + shift)
         found = [[_unpack(p, r, records) for p in packed]
                  for r, packed in zip(step.records, step.matches, strict=True)]
@@ -863,7 +756,8 @@ def _take(pipeline: Pipeline, task: Task, result: _Done, true: Reader | None,
 
 
 def _read_here(pipeline: Pipeline, task: Task, true: Reader | None,
-               read_size: int) -> tuple[list[Event], Reader, str | None, bool]:
+               read_size: int, stats: ParallelStats
+               ) -> tuple[list[Event], Reader, str | None, bool]:
     """A task read by the parent itself, as one process reads it (the workers are gone): from
     the true reading state at its first read, the reads a worker would have made. Its events,
     the reading state after them, what was damaged or truncated (or None), and whether the
@@ -874,23 +768,7 @@ def _read_here(pipeline: Pipeline, task: Task, true: Reader | None,
     events: list[Event] = []
     with _open(task, read_size) as f:  # (`_Replaced`: to the caller)
         for c, data in _reads(f, task.first, task.stop, read_size):
-            events += pipeline.feed(Chunk(data, source, c * read_size + len(data)))
-            last["reads_here"] += 1
+            events += pipeline.feed(Chunk(data, source, c * read_size + len(data))).events
+            stats.reads_here += 1
         damaged, short = _ended(f, task, read_size)
     return events, pipeline.reader(source), damaged, short
-
-
-def _add_counts(stats: PipelineStats, source: str, d: dict[str, Any]) -> None:
-    stats.records += d["dropped"]
-    stats.lines += d["lines"]
-    stats.bytes += d["bytes"]
-    stats.lines_truncated += d["truncated"]
-    stats.lines_malformed += d["malformed"]
-    if d["source_lines"] is not None:
-        stats.by_source_lines[source] = stats.by_source_lines.get(source, 0) \
-            + d["source_lines"]
-    if d["source_malformed"]:
-        stats.by_source_malformed[source] = stats.by_source_malformed.get(source, 0) \
-            + d["source_malformed"]
-    if d["format"] is not None:
-        stats.by_source_format[source] = d["format"]

@@ -57,9 +57,46 @@ class PipelineStats:
     by_source_malformed: dict[str, int] = field(default_factory=dict)
     by_source_format: dict[str, str] = field(default_factory=dict)  # as decided for each source
 
+    def snapshot(self) -> PipelineStats:
+        """A copy that later counting leaves as it is."""
+        return dataclasses.replace(self, by_source_lines=dict(self.by_source_lines),
+                                   by_source_malformed=dict(self.by_source_malformed),
+                                   by_source_format=dict(self.by_source_format))
+
+    def added_since(self, before: PipelineStats, source: str) -> dict[str, Any]:
+        """What was counted since `before` (a `snapshot`), `source`'s own counts among it: the
+        counts of a step read elsewhere (a worker of `matcher.parallel`), for `add`."""
+        lines = self.by_source_lines.get(source)
+        return {"lines": self.lines - before.lines, "bytes": self.bytes - before.bytes,
+                "truncated": self.lines_truncated - before.lines_truncated,
+                "malformed": self.lines_malformed - before.lines_malformed,
+                "source_lines": None if lines is None
+                else lines - before.by_source_lines.get(source, 0),
+                "source_malformed": self.by_source_malformed.get(source, 0)
+                - before.by_source_malformed.get(source, 0),
+                "format": self.by_source_format.get(source)}
+
+    def add(self, source: str, counts: dict[str, Any]) -> None:
+        """`added_since`'s counts added, and `dropped` records."""
+        self.records += counts["dropped"]
+        self.lines += counts["lines"]
+        self.bytes += counts["bytes"]
+        self.lines_truncated += counts["truncated"]
+        self.lines_malformed += counts["malformed"]
+        if counts["source_lines"] is not None:
+            self.by_source_lines[source] = self.by_source_lines.get(source, 0) \
+                + counts["source_lines"]
+        if counts["source_malformed"]:
+            self.by_source_malformed[source] = self.by_source_malformed.get(source, 0) \
+                + counts["source_malformed"]
+        if counts["format"] is not None:
+            self.by_source_format[source] = counts["format"]
+
 
 @dataclass(slots=True)
-class _Step:
+class _Counts:
+    """What the current `feed` counted (`Fed`)."""
+
     lines: int = 0
     truncated: int = 0
     malformed: int = 0
@@ -90,13 +127,13 @@ class Pipeline:
                                      repeat_interval=repeat_interval, early=early,
                                      rank_grace=rank_grace, redactor=redactor)
         # Text is redacted before every cut that could split a secret: a traceback's at 8 KiB
-        # (the aggregator), a message's (the framer), a line's at `max_line_bytes` (`_uncut`).
+        # (the aggregator), a message's (the framer), a line's at `max_line_bytes` (`_redacted_if_cut`).
         self.redactor = self.aggregator.redactor
         self.max_line_bytes = max_line_bytes
         self.flush_after = flush_after
         self.input_format = input_format
         self.stats = PipelineStats()
-        self._step = _Step()  # what the current `feed_counted` step counted
+        self._step = _Counts()  # what the current `feed` or `feed_lines` counted
         self._splitters: dict[str, LineSplitter] = {}
         self._decoders: dict[str, LineDecoder] = {}
         self._framers: dict[str, Framer] = {}
@@ -107,10 +144,10 @@ class Pipeline:
         self._tracker = release.Tracker()
 
     @functools.cached_property
-    def _releases(self) -> release.Catalog:
-        # Built on first use: a catalog's release table costs a tenth of a second, which a
-        # scan under "all" (or a worker of `matcher.parallel`) never needs.
-        return release.Catalog(self.engine.records)
+    def _releases(self) -> release.ReleaseTable:
+        # Built on first use: a catalog's release table takes time to build, and a scan under
+        # "all" (or a worker of `matcher.parallel`) never needs it.
+        return release.ReleaseTable(self.engine.records)
 
     @functools.cached_property
     def _by_id(self) -> dict[str, CatalogRecord]:
@@ -118,7 +155,25 @@ class Pipeline:
 
     # -- input -------------------------------------------------------------------------------
 
-    def feed(self, chunk: Chunk, now: float = 0.0) -> list[Event]:
+    def feed(self, chunk: Chunk, now: float = 0.0) -> Fed:
+        """A chunk of a source's bytes read: its events, and what its lines counted (the
+        daemon's per-source series)."""
+        self._step = _Counts()
+        return self._fed(self._feed(chunk, now))
+
+    def feed_lines(self, source: str, lines: Iterable[Line], now: float = 0.0) -> Fed:
+        """Lines already decoded by their source (the journal): they enter at the framer."""
+        self._step = _Counts()
+        taken = [cap_line(line, self.max_line_bytes) for line in lines]
+        self._count(source, taken)
+        if taken:
+            self._positions[source] = taken[-1].end_offset
+        return self._fed(self._frame(source, taken, now))
+
+    def _fed(self, events: list[Event]) -> Fed:
+        return Fed(events, self._step.lines, self._step.truncated, self._step.malformed)
+
+    def _feed(self, chunk: Chunk, now: float) -> list[Event]:
         source = chunk.source
         decoder = self._decoder(source)
         splitter = self._splitter(source, decoder)
@@ -158,32 +213,13 @@ class Pipeline:
                 _SKIPPABLE.get(fmt)):
             for line in decoder.decode(raw):
                 taken.append(line)
-                records.extend(framer.feed(self._uncut(line), now))
+                records.extend(framer.feed(self._redacted_if_cut(line), now))
         self._count_malformed(source, decoder.malformed - before)
         self.stats.by_source_format[source] = fmt
         self._count(source, taken)
         self._count_skipped(source, splitter.skipped - skipped)
         self._positions[source] = splitter.position
         return self._records(records, now)
-
-    def feed_counted(self, chunk: Chunk, now: float = 0.0) -> Fed:
-        """`feed`, with what this chunk's lines counted (the daemon's per-source series)."""
-        self._step = _Step()
-        events = self.feed(chunk, now)
-        return Fed(events, self._step.lines, self._step.truncated, self._step.malformed)
-
-    def feed_lines_counted(self, source: str, lines: Iterable[Line], now: float = 0.0) -> Fed:
-        self._step = _Step()
-        events = self.feed_lines(source, lines, now)
-        return Fed(events, self._step.lines, self._step.truncated, self._step.malformed)
-
-    def feed_lines(self, source: str, lines: Iterable[Line], now: float = 0.0) -> list[Event]:
-        """Lines already decoded by their source (the journal): they enter at the framer."""
-        taken = [cap_line(line, self.max_line_bytes) for line in lines]
-        self._count(source, taken)
-        if taken:
-            self._positions[source] = taken[-1].end_offset
-        return self._frame(source, taken, now)
 
     def flush_partial(self, source: str, now: float = 0.0) -> list[Event]:
         """Hand on a last line still waiting for its end (the caller saw it idle long enough).
@@ -355,10 +391,10 @@ class Pipeline:
         framer = self._framer(source)
         records: list[Record] = []
         for line in lines:
-            records.extend(framer.feed(self._uncut(line), now))
+            records.extend(framer.feed(self._redacted_if_cut(line), now))
         return self._records(records, now)
 
-    def _uncut(self, line: Line) -> Line:
+    def _redacted_if_cut(self, line: Line) -> Line:
         """A line cut at `max_line_bytes` lost its end unseen: what may be the head of a secret
         cut there goes too (`Redactor.truncated`)."""
         if not line.truncated:

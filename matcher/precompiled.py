@@ -7,9 +7,9 @@ with an empty cache. `sglang-matcher catalog precompile` does that once, when th
 built (the wheel's build hook, `hatch_build.py`, and the container image's build run it), and
 writes into `matcher/_precompiled/`:
 
-- `engine.bin`: the compiled engine of the merged built-in records (`engine.encode_form`: the
+- `engine.bin`: the compiled engine of the merged built-in records (`stored_form.encode_form`: the
   Hyperscan databases as `hyperscan.dumpb` wrote them, each pattern's prefilter literal,
-  capture names and head, and its compiled `regex` program, `engine.freeze`);
+  capture names and head, and its compiled `regex` program, `compile.freeze`);
 - `records.pickle`: the fields matching reads (id, pattern, class, severity, role, frame,
   releases …), one column each — the parsed, checked catalog in a compact form;
 - `records.data`: the rest of each record (documentation, solutions, links, locations …),
@@ -49,7 +49,8 @@ from matcher import cache
 from matcher.atomic import write_atomic
 from matcher.catalog.load import catalog_files, code_fingerprint
 from matcher.catalog.schema import _FIELDS, CatalogRecord, Layer
-from matcher.engine import CompiledForm, collector_paused, compile_form, decode_form, encode_form
+from matcher.compile import CompiledForm, compile_form
+from matcher.stored_form import FORM_CODE, collector_paused, decode_form, encode_form
 
 FORMAT = 2  # 2: records.pickle holds columns
 ENV_DISABLE = "SGLANG_MATCHER_NO_PRECOMPILED"  # set (non-empty): load from the sources
@@ -68,7 +69,7 @@ _RESIDENT = frozenset(RESIDENT)
 _RAISED_IN = RESIDENT.index("raised_in")
 _ORIGIN = RESIDENT.index("origin")
 _RESIDENT_AT = {name: i for i, name in enumerate(RESIDENT)}
-_CODE = ("matcher.precompiled", "matcher.engine", "matcher.prefilter", "matcher.framing",
+_CODE = ("matcher.precompiled", *FORM_CODE,
          "matcher.catalog", "matcher.catalog.load", "matcher.catalog.schema",
          "matcher.catalog.patterns", "matcher.catalog.wording", "matcher.catalog.versions")
 
@@ -84,9 +85,9 @@ class StoredRecord(CatalogRecord):
     store's data file (`Store.fill`). A slot not yet set raises AttributeError, and Python then asks
     `__getattr__`.
 
-    Setting 13 fields of 30,000 records when the store loaded was a fifth of every start;
-    a scan reads those of the few hundred records its log matches, and the engine's prefilter
-    knows the rest by index."""
+    Setting every field of every record when the store loads would cost every start; a scan
+    reads those of the few hundred records its log matches, and the engine's prefilter knows
+    the rest by index."""
 
     __slots__ = ("_at", "_store")
 
@@ -127,8 +128,8 @@ class Store:
             if len(columns) != len(RESIDENT):
                 raise ValueError(f"{len(columns)} columns, not {len(RESIDENT)}")
             self._offsets = array("Q", offsets)
-            # Per `RESIDENT` field, every record's value: one tuple each, which loads in two
-            # thirds of the time 30,000 rows took.
+            # Per `RESIDENT` field, every record's value: one tuple each, which loads faster
+            # than a row per record.
             self._columns: list[tuple[Any, ...]] = columns
             new = StoredRecord.__new__
             put = object.__setattr__
@@ -150,8 +151,8 @@ class Store:
     def settle(self, record: StoredRecord) -> None:
         """Set the record's `RESIDENT` fields from the columns. No lock: two threads settling one
         record set the same values, and one reading a field not yet set settles it itself
-        (the lock, taken for each of the ~2,000 records a scan meets, was a sixth of
-        `scan -j`'s parent's time next to the pool's threads)."""
+        (a lock, taken for each record a scan meets, would contend with the pool's threads in
+        `scan -j`'s parent)."""
         at = object.__getattribute__(record, "_at")
         put = object.__setattr__
         for name, column in zip(RESIDENT, self._columns, strict=True):
@@ -195,7 +196,7 @@ class Store:
         """The engine's compiled form, its 30 MB checked whole against their digest the first
         time only: the file's size, times and inode, as they were when it was checked, are
         kept with the catalog files' digests (`_file_rows`), and it is checked again when any
-        of them changes. Hashing it took 0.03 s of a 0.46 s start (`scan` of an empty file)."""
+        of them changes: hashing it at every start would cost every start."""
         path = self.directory / "engine.bin"
         name = str(path.resolve())
         checked = [*_mark(path), self.manifest["key"]]
@@ -262,7 +263,8 @@ def _file_rows(base: Path) -> list[tuple[str, int, str]]:
     A file hashed before keeps its digest while its size, modification and change times and
     inode are what they were then: any write changes its change time, which no one sets by
     hand. The digests are kept in the cache directory, when the application chose one
-    (`matcher.cache`): hashing the 70 MB of the built-in catalog was a tenth of each start."""
+    (`matcher.cache`): hashing the built-in catalog's files at every start would cost each
+    start."""
     known = _known_digests()
     seen: dict[str, list[Any]] = {}
     rows = []
@@ -322,7 +324,7 @@ def _key(files: list[tuple[str, int, str]]) -> str:
         hs_version = str(getattr(hyperscan, "__version__", "?"))
     except ImportError:
         hs_version = ""
-    import regex  # its compiled programs are kept (`engine.freeze`): they are its version's
+    import regex  # its compiled programs are kept (`compile.freeze`): they are its version's
 
     h = hashlib.sha256(json.dumps([FORMAT, code_fingerprint(*_CODE), hs_version,
                                    regex.__version__, platform.machine(), files]).encode())

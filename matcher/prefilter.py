@@ -25,7 +25,7 @@ record-start signs as they look inside a JSON string, and only whole lines in do
 shape passed over (`decode.docker_skippable`).
 
 A catalog with a pattern that has no literal cover gets no chunk prefilter (`build` returns
-None), and the pipeline reads every line, as it did before this module existed.
+None), and the pipeline reads every line.
 """
 
 from __future__ import annotations

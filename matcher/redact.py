@@ -236,7 +236,7 @@ def _needed(low: str) -> tuple[bool, ...]:
 assert len(_needed("")) == len(DEFAULT_PATTERNS)
 
 # `DEFAULT_PATTERNS` compiled, each the first time a text needs it, shared by every Redactor:
-# compiling all ten took ~22 ms of every start (one Redactor is made at import, by
+# compiling them all would cost every start (one Redactor is made at import, by
 # `matcher.aggregate`), and most texts need none of them.
 _COMPILED: dict[str, regex.Pattern[str]] = {}
 

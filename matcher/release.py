@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from matcher import frames
+from matcher.catalog.pep440 import parse_range, version_key
 from matcher.catalog.schema import CatalogRecord
-from matcher.catalog.versions import parse_range, version_key
 from matcher.types import FixedIn, Match, Record
 
 COMPARE = "https://github.com/sgl-project/sglang/compare"
@@ -151,7 +151,7 @@ def by_raising_file(record: Record, matches: list[Match]) -> list[Match]:
     return first + [m for m in matches if m not in first] if first else matches
 
 
-class Catalog:
+class ReleaseTable:
     """What the catalog says about releases: the range it covers, each record's ranges."""
 
     def __init__(self, records: Sequence[CatalogRecord]) -> None:
@@ -295,6 +295,3 @@ class Tracker:
 
     def known(self, source: str) -> Releases | None:
         return self._known.get(source)
-
-    def forget(self, source: str) -> None:
-        self._known.pop(source, None)

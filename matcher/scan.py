@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from matcher import parallel
 from matcher.catalog import Catalog
 from matcher.engine import Engine
-from matcher.parallel import Splitter, split_file
+from matcher.parallel import ParallelStats, Splitter, split_file
 from matcher.pipeline import Pipeline
 from matcher.progress import Progress
 from matcher.redact import Redactor
@@ -48,6 +48,7 @@ class Scanned:
     events: list[Any]  # event dicts in log order, or what `encode` made of each
     lines: int
     not_read: tuple[str, ...] = ()  # "PATH: why" (compressed data that ends early or damaged)
+    parallel: ParallelStats | None = None  # what the workers did; None: read by one process
 
 
 def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = "auto",
@@ -76,13 +77,14 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
     def read(name: str, source: str) -> list[Event]:
         return read_saved(pipeline, name, source, read_size, damaged, progress)
 
+    workers: ParallelStats | None = None
+    dicts: list[Any]
     try:
         if jobs > 1 and parallel.worth_it(inputs, read_size):
-            dicts = parallel.scan(pipeline, named, jobs=jobs, read_size=read_size,
-                                  read_alone=read, order=order, split=split or split_file,
-                                  encode=encode, damaged=damaged,
-                                  progress=progress.advance if progress else None,
-                                  lost=lost.append)
+            dicts, workers = parallel.scan(
+                pipeline, named, jobs=jobs, read_size=read_size, read_alone=read, order=order,
+                split=split or split_file, encode=encode, damaged=damaged,
+                progress=progress.advance if progress else None, lost=lost.append)
         else:
             events = [e for name, source in named for e in read(name, source)]
             events.extend(pipeline.finish())
@@ -104,7 +106,7 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
         print(escape_controls(f"sglang-matcher: not read whole: {line}"), file=err or sys.stderr)
     for why in lost:
         print(escape_controls(f"sglang-matcher: scan: {why}"), file=err or sys.stderr)
-    return Scanned(dicts, pipeline.stats.lines, tuple(not_read))
+    return Scanned(dicts, pipeline.stats.lines, tuple(not_read), workers)
 
 
 def read_saved(pipeline: Pipeline, name: str, source: str, read_size: int,
@@ -124,7 +126,7 @@ def read_saved(pipeline: Pipeline, name: str, source: str, read_size: int,
         try:
             while data := stream.read(read_size):
                 offset += len(data)
-                more = pipeline.feed(Chunk(data, source, offset))
+                more = pipeline.feed(Chunk(data, source, offset)).events
                 events.extend(more)
                 if progress is not None:
                     now_on_disk = saved.on_disk(stream, offset)

@@ -35,9 +35,8 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(
 
 
 def test_no_other_module_writes_through_a_temporary_file_of_its_own() -> None:
-    """The write-to-temp-then-rename dance lives in matcher/atomic.py only (engine.py, owned
-    elsewhere, is the one known exception until it moves over)."""
+    """The write-to-temp-then-rename dance lives in matcher/atomic.py only."""
     package = Path(__file__).resolve().parents[1] / "matcher"
     own = {p.relative_to(package).as_posix() for p in package.rglob("*.py")
            if "mkstemp(" in p.read_text(encoding="utf-8")}
-    assert own <= {"atomic.py", "engine.py"}
+    assert own == {"atomic.py"}

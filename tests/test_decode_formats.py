@@ -78,7 +78,7 @@ def pipeline_events(engine, data: bytes, input_format: str, chunk: int = 4096) -
     events = []
     for end in range(chunk, len(data) + chunk, chunk):
         piece = data[end - chunk:end]
-        events += pipeline.feed(Chunk(piece, "log", min(end, len(data))))
+        events += pipeline.feed(Chunk(piece, "log", min(end, len(data)))).events
     events += pipeline.end_of_source("log") + pipeline.finish()
     redactor = Redactor()
     dicts = [event_dict(e, redactor) for e in sorted(events, key=lambda e: e.offset)]

@@ -40,8 +40,9 @@ from matcher.catalog.load import load_paths, validate_record
 from matcher.catalog.releases import merge_releases
 from matcher.catalog.schema import CatalogRecord
 from matcher.commands.scan import cmd_scan
-from matcher.engine import Engine, EngineCache
+from matcher.engine import Engine
 from matcher.pipeline import Pipeline
+from matcher.stored_form import EngineCache
 from matcher.types import Chunk
 
 REPO = Path(__file__).resolve().parents[1]
@@ -747,7 +748,7 @@ def test_generated_catalog_alone_recognizes_each_real_launch_failure_at_its_site
     site = raise_site(data.decode())
     final = [r for r in frame_text(data.decode()) if r.exceptions][-1]
     pipeline = Pipeline(engine, sglang_version="0.5.23")
-    events = pipeline.feed(Chunk(data, log, len(data))) + pipeline.finish()
+    events = pipeline.feed(Chunk(data, log, len(data))).events + pipeline.finish()
     found = [e for e in events if e.pattern_id]
     assert found, final.exceptions[-1]
     (record,) = [r for r in catalog.records if r.id == found[0].pattern_id]  # the first: its cause
@@ -924,7 +925,7 @@ def test_engine_cache_is_written_once_then_read_and_matches_the_same(tmp_path):
 
 
 def test_a_cached_pattern_is_loaded_compiled_not_parsed_again(tmp_path, monkeypatch):
-    """The cache keeps each pattern's compiled program (`engine.freeze`): an engine from it
+    """The cache keeps each pattern's compiled program (`compile.freeze`): an engine from it
     confirms a match without compiling the pattern again."""
     from matcher import engine as engine_module
 
@@ -968,7 +969,7 @@ def test_a_compiled_program_is_only_ever_that_of_its_pattern():
     import os
     import pickle
 
-    from matcher.engine import freeze, thaw
+    from matcher.compile import freeze, thaw
 
     kept = freeze(regex.compile(r"Cannot (?P<what>\w+) now"))
     assert thaw(kept, r"Cannot (?P<what>\w+) now").search("Cannot go now")["what"] == "go"
@@ -1062,16 +1063,16 @@ def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, damage):
 def test_the_cache_keeps_the_entries_used_last(tmp_path):
     """Entries are pruned by last use, not by when they were written: the built-in part a
     checkout loads at every start outlives the many user catalogs compiled on top of it."""
-    from matcher.engine import _KEEP_ENTRIES
+    from matcher.stored_form import KEEP_ENTRIES
 
     records = small_catalog()
     cache = EngineCache(tmp_path)
     assert Engine(records, cache=cache).stats.cache == "miss"
     searched = [r for r in records if r.raised_in is None]
-    for i in range(2 * _KEEP_ENTRIES):
+    for i in range(2 * KEEP_ENTRIES):
         assert Engine(searched[i:i + 1], cache=cache).stats.cache == "miss"
         assert Engine(records, cache=cache).stats.cache == "hit"
-    assert len(list(tmp_path.glob("engine-*.bin"))) == _KEEP_ENTRIES
+    assert len(list(tmp_path.glob("engine-*.bin"))) == KEEP_ENTRIES
     assert Engine(searched[0:1], cache=cache).stats.cache == "miss"  # long pruned
 
 

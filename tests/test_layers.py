@@ -1,6 +1,6 @@
 """Layers one way: every import inside `matcher/` (at the top of a module or inside a function)
-goes down the layers below, never up. Imports under `if TYPE_CHECKING:` are for annotations only
-and do not count.
+goes down the layers below, never up, and no modules import each other round in a circle, in a
+layer or across. Imports under `if TYPE_CHECKING:` are for annotations only and do not count.
 
 From the bottom:
   foundation     small helpers anything may use (types, redaction, atomic writes, …)
@@ -23,8 +23,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "matcher"
 FOUNDATION = {"matcher", "matcher.atomic", "matcher.cache", "matcher.types", "matcher.utf8", "matcher.limits",
               "matcher.backoff", "matcher.redact", "matcher.wrappers"}
 CATALOG_DATA = {"matcher.catalog.schema", "matcher.catalog.load", "matcher.catalog.patterns",
-                "matcher.catalog.wording", "matcher.catalog.versions"}
-ENGINE = {"matcher.engine", "matcher.prefilter", "matcher.frames", "matcher.framing",
+                "matcher.catalog.wording", "matcher.catalog.versions", "matcher.catalog.pep440",
+                "matcher.catalog.layers"}
+ENGINE = {"matcher.engine", "matcher.compile", "matcher.stored_form", "matcher.prefilter",
+          "matcher.frames", "matcher.framing",
           "matcher.precompiled"}
 CATALOG_TOOLS = {"matcher.catalog"} | {
     f"matcher.catalog.{name}" for name in ("check", "extract", "export", "stats", "remedy",
@@ -93,8 +95,61 @@ def wrong_way() -> list[str]:
     return out
 
 
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Each module's `matcher` imports among `modules` (function-level ones included)."""
+    return {m: {t for _, t in imports(p) if t in modules and t != m} for m, p in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other round in a circle (each sorted): the
+    strongly connected components of more than one module (Tarjan's algorithm)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            group = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in order:
+            visit(v)
+    return sorted(found)
+
+
 def test_imports_only_go_down_the_layers() -> None:
     assert wrong_way() == []
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    """Function-level imports included: a lazy import that closes a circle is one too."""
+    assert cycles(import_graph(MODULES)) == []
+
+
+def test_a_circle_of_imports_is_found(tmp_path: Path) -> None:
+    """Two modules of one layer, one importing the other inside a function, are a circle; a
+    `TYPE_CHECKING` import back is not."""
+    (tmp_path / "a.py").write_text("from matcher.b import x\n")
+    (tmp_path / "b.py").write_text("def x():\n    from matcher.a import y\n")
+    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from matcher.a import y\nfrom matcher.b import x\n")
+    graph = import_graph({f"matcher.{n}": tmp_path / f"{n}.py" for n in "abc"})
+    assert graph == {"matcher.a": {"matcher.b"}, "matcher.b": {"matcher.a"},
+                     "matcher.c": {"matcher.b"}}
+    assert cycles(graph) == [["matcher.a", "matcher.b"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_the_layers_name_real_modules() -> None:

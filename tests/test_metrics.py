@@ -107,7 +107,7 @@ def test_a_tp8_crash_from_a_real_log_counts_once():
     catalog = load_catalog()
     pipeline = Pipeline(Engine(catalog.records), catalog_version=catalog.version)
     data = (FIXTURES / "sglang/constructed/tp8_scheduler_crash.log").read_bytes()
-    events = pipeline.feed(Chunk(data, "tp8.log", len(data)), 0.0) + pipeline.finish(0.0)
+    events = pipeline.feed(Chunk(data, "tp8.log", len(data)), 0.0).events + pipeline.finish(0.0)
     registry = CollectorRegistry()
     metrics = MetricsSink(registry, catalog=catalog, build_version="0.1.0",
                           catalog_version=catalog.version)
@@ -334,7 +334,7 @@ def test_no_series_has_an_empty_error_class_after_a_real_log():
     catalog = load_catalog()
     pipeline = Pipeline(Engine(catalog.records), catalog_version=catalog.version)
     data = (FIXTURES / "sglang/launch/unsupported_architecture.log").read_bytes()
-    events = pipeline.feed(Chunk(data, "launch.log", len(data)), 0.0) + pipeline.finish(0.0)
+    events = pipeline.feed(Chunk(data, "launch.log", len(data)), 0.0).events + pipeline.finish(0.0)
     assert {e.pattern_id for e in events} >= {"01da696bae8096d9"}
     assert all(e.error_class for e in events)
     registry = CollectorRegistry()
@@ -472,7 +472,7 @@ def test_pattern_info_of_a_real_failure_names_it_and_its_fix():
     pipeline = Pipeline(Engine(catalog.records), catalog_version=catalog.version)
     data = (Path(__file__).resolve().parents[1] / "examples/logs/int8-mamba-radix-cache.log"
             ).read_bytes()
-    events = pipeline.feed(Chunk(data, "server.log", len(data)), 0.0) + pipeline.finish(0.0)
+    events = pipeline.feed(Chunk(data, "server.log", len(data)), 0.0).events + pipeline.finish(0.0)
     registry = CollectorRegistry()
     MetricsSink(registry, catalog=catalog, build_version="0.1.0",
                 catalog_version=catalog.version).accept(events)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matcher import parallel
+from matcher import parallel, worker_pool
 from matcher.commands.scan import cmd_scan
 from matcher.release import AUTO
 from matcher.report import exit_code
@@ -29,21 +29,27 @@ LOGS = sorted([*(REPO / "tests" / "fixtures").rglob("*.log"),
 pytestmark = pytest.mark.skipif(not parallel.available(), reason="no fork here")
 
 
-def _scan(loaded, inputs, jobs, *, read_size, version=AUTO, input_format="auto", split=None):
+def _scan(loaded, inputs, jobs, *, read_size, version=AUTO, input_format="auto", split=None,
+          seen=None):
+    """The events, lines and what was said; `seen` gets what the workers did (None: none)."""
     catalog, engine = loaded
     err = io.StringIO()
     scanned = scan_events([str(p) for p in inputs], catalog, engine=engine, jobs=jobs,
                           read_size=read_size, sglang_version=version, err=err,
                           input_format=input_format, split=split)
+    if seen is not None:
+        seen.append(scanned.parallel)
     return scanned.events, scanned.lines, err.getvalue()
 
 
-def _same(loaded, inputs, *, read_size, jobs=(2, 3), **kw):
+def _same(loaded, inputs, *, read_size, jobs=(2, 3), seen=None, **kw):
     one = _scan(loaded, inputs, 1, read_size=read_size, **kw)
     for j in jobs:
-        parallel.last.clear()
-        assert _scan(loaded, inputs, j, read_size=read_size, **kw) == one, f"-j {j}"
-        assert parallel.last, f"-j {j}: read by one process (too small to be worth workers)"
+        workers = []
+        assert _scan(loaded, inputs, j, read_size=read_size, seen=workers, **kw) == one, f"-j {j}"
+        assert workers[0], f"-j {j}: read by one process (too small to be worth workers)"
+        if seen is not None:
+            seen.extend(workers)
     return one
 
 
@@ -52,9 +58,10 @@ def test_there_are_logs():
 
 
 def test_every_log_as_many_files(loaded):
-    dicts, lines, _ = _same(loaded, LOGS, read_size=2048)
+    seen = []
+    dicts, lines, _ = _same(loaded, LOGS, read_size=2048, seen=seen)
     assert len(dicts) > 100 and lines > 5_000
-    assert parallel.last["batches"] < parallel.last["tasks"]  # small files went together
+    assert seen[-1].batches < seen[-1].tasks  # small files went together
 
 
 def test_small_files_are_handed_out_together_and_cut_ones_alone(monkeypatch):
@@ -104,9 +111,10 @@ def test_the_largest_logs_one_by_one_cut_small(loaded):
 
 @pytest.mark.parametrize("version", [AUTO, "all"])
 def test_concatenated_cut_everywhere(loaded, concatenated, version):
-    dicts, _, _ = _same(loaded, [concatenated], read_size=1024, version=version)
-    assert parallel.last["tasks"] > 8
-    assert parallel.last["reads_from_workers"] > parallel.last["reads_again"]
+    seen = []
+    dicts, _, _ = _same(loaded, [concatenated], read_size=1024, version=version, seen=seen)
+    assert seen[-1].tasks > 8
+    assert seen[-1].reads_from_workers > seen[-1].reads_again
     assert any(d.get("ranks") and len(d["ranks"]) > 1 for d in dicts)  # a multi-rank group
 
 
@@ -182,11 +190,10 @@ def test_json_lines_made_by_the_workers(loaded, concatenated):
     dicts, lines, _ = _scan(loaded, [concatenated], 1, read_size=1024)
     catalog, engine = loaded
     for j in (1, 2):
-        parallel.last.clear()
         scanned = scan_events([str(concatenated)], catalog, engine=engine, jobs=j,
                               read_size=1024, err=io.StringIO(), encode=json_line)
         encoded, n = scanned.events, scanned.lines
-        assert bool(parallel.last) == (j > 1)
+        assert (scanned.parallel is not None) == (j > 1)
         assert n == lines
         assert [line for line, _ in encoded] == \
             [json.dumps(d, ensure_ascii=False) + "\n" for d in dicts]
@@ -241,13 +248,13 @@ def test_states_that_meet_past_the_first_reads_meet_where_the_worker_kept_one(lo
     chunks = -(-len(text) // read_size)
     # (a 32-byte first read does not tell the format: a file read as "auto" would be one task)
     one = _scan(loaded, [log], 1, read_size=read_size, input_format="plain")
-    parallel.last.clear()
+    seen = []
     assert _scan(loaded, [log], 2, read_size=read_size, input_format="plain",
-                 split=lambda n, jobs: [cut]) == one
-    again = parallel.last["reads_again"]
-    assert ends - cut <= again < chunks - cut, parallel.last
+                 split=lambda n, jobs: [cut], seen=seen) == one
+    again = seen[0].reads_again
+    assert ends - cut <= again < chunks - cut, seen[0]
     assert again % parallel.STATES_STRIDE == 0
-    assert parallel.last["reads_from_workers"] == chunks - again
+    assert seen[0].reads_from_workers == chunks - again
 
 
 def test_small_inputs_are_read_by_one_process(tmp_path):
@@ -363,7 +370,7 @@ def test_a_reading_state_holds_a_long_line_by_its_digest(loaded):
 
 
 def test_events_go_to_the_workers_in_batches_and_the_last_in_one_per_worker():
-    """Batches of `DICT_BATCH` as events arrive (a task's 750 do not wait as one), and what is
+    """Batches of `worker_pool.DICT_BATCH` as events arrive (a task's 750 do not wait as one), and what is
     left at the end split evenly, one batch per worker, so that the workers end together."""
     class Workers:
         def __init__(self):
@@ -377,7 +384,8 @@ def test_events_go_to_the_workers_in_batches_and_the_last_in_one_per_worker():
             return future
 
     pool = Workers()
-    dicts = parallel._Dicts(pool, 2)
+    dicts = worker_pool.DictBatches(pool, 2, in_worker=len,
+                                    make=lambda batch: pytest.fail("the workers are there"))
     dicts.add(list(range(300)))
     dicts.add(list(range(300, 700)))
     assert pool.sizes == [256, 256]

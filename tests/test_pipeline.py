@@ -30,7 +30,7 @@ class Feeder:
 
     def feed(self, data: bytes, now: float = 0.0) -> int | None:
         self.offset += len(data)
-        self.events += self.pipeline.feed(Chunk(data, "s", self.offset), now)
+        self.events += self.pipeline.feed(Chunk(data, "s", self.offset), now).events
         return self.pipeline.checkpoint_offset("s")
 
 
@@ -100,7 +100,7 @@ def test_journal_lines_enter_at_the_framer_and_are_held_like_file_lines():
     for raw in (INIT, HEADER, FRAME, EXC):
         lines.append(Line(raw.decode().rstrip("\n"), "journal", offset, offset + 1))
         offset += 1
-    assert f.pipeline.feed_lines("journal", lines) == []
+    assert f.pipeline.feed_lines("journal", lines).events == []
     assert f.pipeline.checkpoint_offset("journal") == 101
     assert [(e.source, e.offset) for e in f.pipeline.finish()] == [("journal", 101)]
     assert f.pipeline.checkpoint_offset("journal") == 104

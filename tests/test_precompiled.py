@@ -82,7 +82,7 @@ def test_the_artifact_loads_the_same_catalog_and_matches_the_same(shipped):
     assert fast.stats.cache == "precompiled"
     # Loading and building the engine read no record's fields: they are set when first read.
     # What reads a field of every record (the release range, records by id) peeks at it.
-    span, source_span = release.Catalog(fast.records), release.Catalog(slow.records)
+    span, source_span = release.ReleaseTable(fast.records), release.ReleaseTable(slow.records)
     assert (span.oldest, span.newest) == (source_span.oldest, source_span.newest)
     assert [r.peek("origin") for r in loaded.records] == [r.origin for r in source.records]
     assert fast._framed_index() == slow._framed_index()
@@ -329,13 +329,13 @@ def test_lines_read_while_the_catalog_compiles_are_matched_again_without_duplica
 
     def during(daemon):
         deadline = time.monotonic() + 30
-        while daemon._replay_bytes < half and time.monotonic() < deadline:
+        while daemon._catch_up.bytes < half and time.monotonic() < deadline:
             time.sleep(0.02)
         with log.open("a", encoding="utf-8") as f:
             f.write(text[half:])
-        while daemon._replay_bytes < len(text.encode()) and time.monotonic() < deadline:
+        while daemon._catch_up.bytes < len(text.encode()) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert daemon._replay_bytes == len(text.encode()), (daemon._replay_bytes, half)
+        assert daemon._catch_up.bytes == len(text.encode()), (daemon._catch_up.bytes, half)
         early.extend(_events(daemon.stdout))
         assert daemon.topo.compilation.reason == "loading catalog"
 
@@ -369,7 +369,7 @@ def test_a_stop_while_the_catalog_compiles_waits_for_it_and_stays_exactly_once(
 
     def during(daemon):
         deadline = time.monotonic() + 30
-        while daemon._replay_bytes < size and time.monotonic() < deadline:
+        while daemon._catch_up.bytes < size and time.monotonic() < deadline:
             time.sleep(0.02)
         daemon.request_stop()  # the compile is still held: the stop waits for it
 

@@ -56,7 +56,7 @@ def run(engine: Engine, data: bytes, chunk: int, fmt: str = "plain"
     events = []
     for start in range(0, len(data), chunk):
         piece = data[start:start + chunk]
-        events += pipeline.feed(Chunk(piece, "s", start + len(piece)))
+        events += pipeline.feed(Chunk(piece, "s", start + len(piece))).events
     checkpoint = pipeline.checkpoint_offset("s")
     splitter = pipeline._splitters["s"]
     events += pipeline.finish()
@@ -117,8 +117,8 @@ def test_an_unprefixed_traceback_at_a_chunk_start_keeps_the_rank_of_the_line_bef
     cut = len((head + message).encode())
     for engine in (sparse, dense):
         pipeline = Pipeline(engine, input_format="plain")
-        events = pipeline.feed(Chunk(data[:cut], "s", cut))
-        events += pipeline.feed(Chunk(data[cut:], "s", len(data)))
+        events = pipeline.feed(Chunk(data[:cut], "s", cut)).events
+        events += pipeline.feed(Chunk(data[cut:], "s", len(data))).events
         events += pipeline.finish()
         assert [e.ranks for e in events if e.error_class == "ValueError"] == [("TP3",)], \
             engine is sparse
@@ -176,14 +176,14 @@ def test_auto_format_decides_plain_from_the_first_chunk_and_reads_it_sparsely(en
     data = spliced(1)
     expected = run(dense, data, len(data))
     auto = Pipeline(sparse)  # input_format "auto"
-    events = auto.feed(Chunk(data, "s", len(data)))
+    events = auto.feed(Chunk(data, "s", len(data))).events
     skipped = auto._splitters["s"].skipped
     assert events + auto.finish() == expected[0]
     assert skipped > 3000 * 0.9
     cri = b"".join(b"2026-01-01T12:00:00.000000000Z stderr F " + line + b"\n"
                    for line in data.splitlines())
     auto = Pipeline(sparse)
-    events = auto.feed(Chunk(cri, "c", len(cri)))
+    events = auto.feed(Chunk(cri, "c", len(cri))).events
     assert auto.detected_format("c") == "cri" and auto._splitters["c"].skipped > 3000 * 0.9
     assert [e.pattern_id for e in events + auto.finish()] == [e.pattern_id for e in expected[0]]
 

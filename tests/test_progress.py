@@ -151,12 +151,11 @@ def test_every_byte_on_disk_and_every_file_is_counted_once_by_one_process_or_by_
     catalog = load_catalog()
     engine = Engine(catalog.records)
     for jobs in (1, 2):
-        parallel.last.clear()
         p = Progress(io.StringIO(), total_bytes=on_disk, files=2, every=0.0, clock=Clock())
         scanned = scan_events(paths, catalog, engine=engine, jobs=jobs, read_size=4096,
                               err=io.StringIO(), progress=p)
         if jobs > 1 and parallel.available():
-            assert parallel.last["tasks"] > 2  # the plain log cut, the gzip one whole
+            assert scanned.parallel.tasks > 2  # the plain log cut, the gzip one whole
         assert (p.read_bytes, p.files_done) == (on_disk, 2), f"-j {jobs}"
         assert 0 < p.events <= len(scanned.events)
 

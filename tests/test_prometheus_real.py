@@ -46,7 +46,7 @@ class Matcher:
         """The real TP=8 scheduler crash, through the real pipeline."""
         pipeline = Pipeline(Engine(self.catalog.records), catalog_version=self.catalog.version)
         data = (FIXTURES / "sglang/constructed/tp8_scheduler_crash.log").read_bytes()
-        return pipeline.feed(Chunk(data, "server", len(data)), 0.0) + pipeline.finish(0.0)
+        return pipeline.feed(Chunk(data, "server", len(data)), 0.0).events + pipeline.finish(0.0)
 
 
 @pytest.fixture

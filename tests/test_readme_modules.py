@@ -1,4 +1,4 @@
-"""The module table of `docs/architecture.md` ("How a line travels") and `matcher/` name the
+"""The module index of `docs/architecture.md` and `matcher/` name the
 same modules.
 
 A newcomer reads `matcher/` top-down with that table beside them: a module missing from it,

@@ -216,7 +216,7 @@ def _emitted(data: str, **kw) -> list[str]:
         CUT_ENGINE = Engine([])
     pipeline = Pipeline(CUT_ENGINE, **kw)
     raw = data.encode()
-    events = pipeline.feed(Chunk(raw, "server.log", len(raw))) + pipeline.finish()
+    events = pipeline.feed(Chunk(raw, "server.log", len(raw))).events + pipeline.finish()
     assert events, "the planted traceback made no event"
     out: list[str] = []
 

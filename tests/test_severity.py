@@ -65,7 +65,7 @@ def engine(catalog):
 def scan_events(engine, path: Path, catalog) -> list:
     pipeline = Pipeline(engine, catalog_version=catalog.version)
     data = path.read_bytes()
-    return pipeline.feed(Chunk(data, str(path), len(data)), 0.0) + pipeline.finish(0.0)
+    return pipeline.feed(Chunk(data, str(path), len(data)), 0.0).events + pipeline.finish(0.0)
 
 
 # -- what the log says: real level words -------------------------------------------------------
@@ -184,7 +184,7 @@ def test_a_generated_records_error_is_the_logs_warning_when_the_log_says_warning
     for layer in ("generated", "curated"):
         engine = _one_record_engine(layer)
         pipeline = Pipeline(engine)
-        events = pipeline.feed(Chunk(data, "s", len(data))) + pipeline.finish()
+        events = pipeline.feed(Chunk(data, "s", len(data))).events + pipeline.finish()
         assert len(events) == 1
         kinds[layer] = (events[0].event, events[0].severity, events[0].error_class)
         registry = CollectorRegistry()

@@ -9,15 +9,14 @@ raise site it describes, and one log line never counts twice.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from matcher import cache
 from matcher.cache import default_cache_dir
 from matcher.catalog import versions
+from matcher.catalog.layers import builtin_patterns_dir, merge_layers
 from matcher.catalog.load import (
     CatalogError,
     CatalogIssue,
@@ -64,44 +63,6 @@ class Catalog:
 
 
 _CACHE_MIN_RECORDS = 1000
-
-
-def builtin_patterns_dir() -> Path:
-    """The catalog shipped with the package: inside the wheel, or `patterns/` in a checkout."""
-    shipped = resources.files("matcher").joinpath("_patterns")
-    if shipped.is_dir():
-        return Path(str(shipped))
-    return Path(__file__).resolve().parents[2] / "patterns"
-
-
-def merge_layers(records: Sequence[CatalogRecord]) -> tuple[CatalogRecord, ...]:
-    """Keep, for each id and each message template, the record of the latest layer."""
-    ordered = sorted(records, key=lambda r: LAYER_RANK[r.layer])  # stable within a layer
-    by_id: dict[str, CatalogRecord] = {}
-    for r in ordered:
-        by_id.pop(r.id, None)
-        by_id[r.id] = r
-    # A template belongs to the latest layer that uses it: every record of an earlier layer with
-    # that template gives way — all of them when several share it (a message raised and logged,
-    # or raised in two modules), and even when the record that took it is itself replaced by id.
-    # Templates are compared with their holes blanked: releases name the same value differently
-    # (`{self.radix_cache_backend!r}` in 0.5.14, `{cfg.radix_cache_backend!r}` in 0.5.23), and the
-    # line a user sees is the same.
-    top: dict[str, int] = {}
-    for r in ordered:
-        if r.error_message:
-            top[_shape(r.error_message)] = LAYER_RANK[r.layer]
-    return tuple(
-        r for r in by_id.values()
-        if not r.error_message or LAYER_RANK[r.layer] >= top[_shape(r.error_message)]
-    )
-
-
-def _shape(template: str) -> str:
-    return _HOLE.sub("{}", template)
-
-
-_HOLE = re.compile(r"\{[^{}]*\}")
 
 
 def load_catalog(

@@ -27,8 +27,8 @@ from pathlib import Path
 from matcher.atomic import write_atomic
 from matcher.catalog import pins as pins_mod
 from matcher.catalog import symbols
+from matcher.catalog.pep440 import sort_versions, version_key
 from matcher.catalog.releases import default_wheel_dir, download, list_releases
-from matcher.catalog.versions import sort_versions, version_key
 
 # distribution → (its top-level import names, extra versions to read besides the pinned ones).
 # `triton` is not pinned by sglang but by torch: its versions are those the pinned torch

@@ -35,7 +35,6 @@ from typing import Any, Literal
 from matcher.catalog.schema import CatalogRecord
 
 Dialect = Literal["grep", "mtail"]
-DIALECTS: tuple[Dialect, ...] = ("grep", "mtail")
 MTAIL_MAX_REGEXP = 1024  # mtail's default --max_regexp_length
 
 # One item of a parsed regular expression (`re._parser`): an opcode and its argument, whose

@@ -1591,8 +1591,8 @@ def defer_to(
     in use, said three ways): the generated record of each other site is more specific and
     would win its lines, so the operator would get the site without the remediation.
     """
-    from matcher.catalog import merge_layers
     from matcher.catalog.check import frame_text
+    from matcher.catalog.layers import merge_layers
     from matcher.catalog.load import validate_record
     from matcher.engine import Engine
 

@@ -40,7 +40,7 @@ from matcher.atomic import write_atomic
 from matcher.cache import default_cache_dir
 from matcher.catalog import extract
 from matcher.catalog.load import code_fingerprint
-from matcher.catalog.versions import compact_ranges, parse_range, sort_versions, version_key
+from matcher.catalog.pep440 import compact_ranges, parse_range, sort_versions, version_key
 
 PYPI_JSON = "https://pypi.org/pypi/sglang/json"
 _FINAL_OR_POST = re.compile(r"^\d+(?:\.\d+)*(?:\.post\d+)?$")
@@ -105,7 +105,7 @@ def _versions_fields(out: dict[str, Any], by_version: Mapping[str, Mapping[str, 
 def records_per_release(records: Iterable[Mapping[str, Any]] | Iterable[Any],
                         releases: Sequence[str]) -> dict[str, int]:
     """How many records hold each release (dicts as written, or `CatalogRecord`s)."""
-    from matcher.catalog.versions import in_ranges
+    from matcher.catalog.pep440 import in_ranges
 
     counts = dict.fromkeys(releases, 0)
     for r in records:
@@ -114,16 +114,6 @@ def records_per_release(records: Iterable[Mapping[str, Any]] | Iterable[Any],
             if ranges and in_ranges(v, ranges):
                 counts[v] += 1
     return counts
-
-
-def releases_named(records: Iterable[Any]) -> list[str]:
-    """The release names a merged catalog's ranges mention (its bounds), oldest first."""
-    names: set[str] = set()
-    for r in records:
-        ranges = r.get("sglangVersions") if isinstance(r, Mapping) else r.sglang_versions
-        for text in ranges or ():
-            names.update(parse_range(text))
-    return sort_versions(names)
 
 
 # --- which releases, and their wheels (the edge) ----------------------------------------------

@@ -694,7 +694,7 @@ def remediate_all(records: Sequence[dict[str, Any]],
                   table: ServerArgsTable | None) -> Counter[str]:
     """`remediate` each record with the flags of the newest release it is in; how many got
     flag changes, are unevaluable, or are fixed in words (`fix_share` renders it)."""
-    from matcher.catalog.versions import parse_range
+    from matcher.catalog.pep440 import parse_range
 
     kinds: Counter[str] = Counter()
     for record in records:

@@ -25,7 +25,7 @@ panic without a message can be known by its frame.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 LOG_MACROS = {"error": "error", "warn": "warning"}
 PANIC_MACROS = frozenset({"panic", "unreachable", "unimplemented", "todo"})
@@ -75,11 +75,6 @@ class RustSite:
             else:
                 out.append(p.replace("{", "{{").replace("}", "}}"))
         return "".join(out)
-
-
-@dataclass(slots=True)
-class _Lexed:
-    tokens: list[Token] = field(default_factory=list)
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -552,13 +547,6 @@ def _in_error(toks: list[Token], i: int, heads: dict[int, tuple[str, str]]) -> b
     return i in heads
 
 
-# Helpers that turn a status and a message into the HTTP error response a client gets
-# (`error::service_unavailable("no_available_workers", "No available workers …")`).
-RESPONSE_HELPERS = frozenset({
-    "service_unavailable", "bad_request", "internal_error", "not_found", "unauthorized",
-    "forbidden", "bad_gateway", "gateway_timeout", "too_many_requests", "payload_too_large",
-    "create_error_response", "error_response", "not_implemented", "conflict",
-})
 _MESSAGE_FIELDS = frozenset({"message", "msg", "error", "reason", "details", "detail"})
 
 

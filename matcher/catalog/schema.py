@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from matcher.catalog.pep440 import in_ranges
 from matcher.types import pickled_as_arguments
 
 Layer = Literal["generated", "curated", "user"]
@@ -171,8 +172,8 @@ class CatalogRecord:
     fix_actions: tuple[tuple[FixAction, ...], ...] = ()
     guard: Guard | None = None
     # The solutions are the words `remedy.words` derives from the record itself (a generated
-    # record no flag fixes): not kept, made again when asked for (`how_to_fix`) — 29,000 of
-    # them would be a third of the parsed catalog.
+    # record no flag fixes): not kept, made again when asked for (`how_to_fix`): kept for every
+    # generated record, they would be a large part of the parsed catalog.
     words: bool = False
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -203,16 +204,12 @@ class CatalogRecord:
         """The message exists in this sglang release (True when the record names none)."""
         if not self.sglang_versions:
             return True
-        from matcher.catalog.versions import in_ranges
-
         return in_ranges(version, self.sglang_versions)
 
     def location_for(self, version: str | None) -> tuple[str | None, int | None, str | None]:
         """(filePath, lineNumber, githubUrl) in this release: the location of the range that
         holds it, else the top-level one (the newest release's)."""
         if version is not None and self.sglang_locations:
-            from matcher.catalog.versions import in_ranges
-
             for versions, file_path, line_number, github_url in self.sglang_locations:
                 if in_ranges(version, (versions,)):
                     return file_path, line_number, github_url
@@ -282,8 +279,8 @@ def _same_file(printed: str, suffix: str) -> bool:
 
 
 # --- sglangLocations, packed ------------------------------------------------------------------
-# The merged generated catalog holds some 83,000 locations. As tuples of four objects each they
-# took 35 MB of the daemon's memory and a third of its start; they are read only when an event is
+# The merged generated catalog holds tens of thousands of locations. As tuples of four objects
+# each they would cost the daemon memory and start time; they are read only when an event is
 # written. Packed, a location is one line of text: `range\tpath\tline\turl`, where an empty path
 # repeats the previous line's, an empty url is the release's GitHub link for that path and line
 # (what `catalog extract` writes), and NUL stands for null. Text that cannot be packed this way

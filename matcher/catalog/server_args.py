@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matcher.catalog.versions import compact_ranges, in_ranges, sort_versions, version_key
+from matcher.catalog.layers import builtin_patterns_dir
+from matcher.catalog.pep440 import compact_ranges, in_ranges, sort_versions, version_key
 
 SCHEMA_VERSION = 1
 
@@ -156,8 +157,6 @@ def dump_release(wheel: Path, python: str, *, timeout: float = 300) -> dict[str,
 
 
 def default_path() -> Path:
-    from matcher.catalog import builtin_patterns_dir
-
     return builtin_patterns_dir() / "sglang" / "generated" / "server-args.json.gz"
 
 

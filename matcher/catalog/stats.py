@@ -45,7 +45,7 @@ def summarize(records: Sequence[CatalogRecord],
               releases: Sequence[str] | None = None) -> Summary:
     """`releases`: the releases to count records for (oldest first); default: every release
     the records' `sglangVersions` name (a range's bounds, when they are ranges)."""
-    from matcher.catalog.versions import in_ranges, parse_range, sort_versions
+    from matcher.catalog.pep440 import in_ranges, parse_range, sort_versions
 
     if releases is None:
         releases = sort_versions(b for r in records for text in r.sglang_versions
@@ -74,7 +74,7 @@ def summarize(records: Sequence[CatalogRecord],
 
 def _by_source(records: Sequence[CatalogRecord]) -> dict[str, tuple[int, str]]:
     """Records per sourcePackage, most first, each with the span of versions its records name."""
-    from matcher.catalog.versions import parse_range, sort_versions
+    from matcher.catalog.pep440 import parse_range, sort_versions
 
     counts = Counter[str]()
     bounds: dict[str, set[str]] = {}
@@ -170,7 +170,7 @@ def releases_of(files: Iterable[str]) -> list[str] | None:
     """The releases `catalog extract` lists in `X.stats.toml` next to each `X.jsonl` given
     (`releases = [...]`, or the older `sglang_version = "..."`), oldest first; None if none
     of them has one."""
-    from matcher.catalog.versions import sort_versions
+    from matcher.catalog.pep440 import sort_versions
 
     found: set[str] = set()
     for name in files:

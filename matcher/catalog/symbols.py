@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from matcher.catalog.versions import version_key
+from matcher.catalog.pep440 import version_key
 
 # Import name → the distributions that install it, as sglang's wheels name them.
 DISTRIBUTION_OF_MODULE: Mapping[str, tuple[str, ...]] = {
@@ -433,15 +433,6 @@ class Index:
             if name in parts[3:]:
                 return int(parts[2], 16)
         return 0
-
-    def defines(self, name: str) -> list[tuple[str, int]]:
-        """Every module that defines `name` in some release, with the mask."""
-        out = []
-        for line in self._lines("N "):
-            parts = line.split(" ")
-            if name in parts[3:]:
-                out.append((parts[1], int(parts[2], 16)))
-        return out
 
     def keyword(self, qualname: str, keyword: str, module: str | None = None
                 ) -> tuple[int, int, list[str]]:

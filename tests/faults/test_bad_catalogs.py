@@ -45,7 +45,7 @@ def test_catastrophic_patterns_with_literals_never_reach_the_backtracker(tmp_pat
     engine = Engine(load_catalog(user_paths=[mine], builtin=False).records)
     pipeline = Pipeline(engine, catalog_version="t")
     data = f"[2026-01-01 00:00:00 TP0] {evil_line}\n".encode() * 1000
-    events = pipeline.feed(Chunk(data, "s", 0), 0.0) + pipeline.drain(10.0)
+    events = pipeline.feed(Chunk(data, "s", 0), 0.0).events + pipeline.drain(10.0)
     assert (events, engine.prefilter, engine.stats.timeouts) == ([], "hyperscan", 0)
 
 

@@ -65,7 +65,7 @@ def _events(data: bytes, cuts: list[int], fmt: str) -> list[tuple]:
     bounds = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
     out = []
     for a, b in itertools.pairwise(bounds):
-        out += p.feed(Chunk(data[a:b], "s", b), 1.0)
+        out += p.feed(Chunk(data[a:b], "s", b), 1.0).events
     out += p.drain(100.0)
     # Compared as a sorted list: the order of events follows when each record was seen to end,
     # which a cut can move (an open traceback ends after a line record that started later).
@@ -82,7 +82,7 @@ def _pipeline_run(engine: Engine, data: bytes, cuts: list[int], fmt: str) -> tup
     bounds = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
     events = []
     for a, b in itertools.pairwise(bounds):
-        events += p.feed(Chunk(data[a:b], "s", b), 1.0)
+        events += p.feed(Chunk(data[a:b], "s", b), 1.0).events
     checkpoint = p.checkpoint_offset("s")
     events += p.drain(100.0)
     return events, p.stats.lines, p.stats.lines_malformed, p.stats.lines_truncated, checkpoint
@@ -198,7 +198,7 @@ def test_a_planted_secret_reaches_no_output(text, where, fmt):
     else:
         log = f"[2026-01-01 00:00:00 TP0] ERROR {text}\nValueError: bad {text}\n"
     p = Pipeline(ENGINE, window=0.0)
-    events = p.feed(Chunk(log.encode(), "s", 0), 1.0) + p.drain(100.0)
+    events = p.feed(Chunk(log.encode(), "s", 0), 1.0).events + p.drain(100.0)
     assert events
     out = io.StringIO()
     EventWriter(out, Redactor(), fmt).write([event_dict(e, Redactor()) for e in events])

@@ -65,7 +65,7 @@ def test_scan_j2_of_a_log_truncated_once_its_tasks_are_planned(loaded, log, tmp_
     alone, alone_err = _scan(loaded, prefix, 1)
     assert alone.events and not alone_err
     got, err = _scan(loaded, log, 2, split=truncate_then_split)
-    assert parallel.last["tasks"] > 1
+    assert got.parallel.tasks > 1
     named = [{**e, "source": str(prefix)} for e in got.events]
     assert (named, got.lines) == (alone.events, alone.lines)
     if said:
@@ -185,9 +185,8 @@ def test_a_task_whose_path_holds_another_file_reads_none_of_it(loaded, log, tmp_
                          (st.st_dev, st.st_ino))
     log.rename(tmp_path / "old.log")
     log.write_bytes((REPO / "examples" / "logs" / "int8-mamba-radix-cache.log").read_bytes())
-    parallel._shared.update(engine=engine, read_size=1024, index={},
-                            pipeline=Pipeline(engine, catalog_version=catalog.version))
-    done = parallel._run(task)
+    done = parallel.WorkerContext(
+        engine, Pipeline(engine, catalog_version=catalog.version), 1024, {}).run(task)
     assert done.steps == [] and done.states == [] and done.short
     assert done.damaged is not None and done.damaged.startswith(REPLACED)
 
@@ -240,8 +239,7 @@ def test_a_task_whose_file_was_deleted_reads_none_of_it(loaded, log):
     task = parallel.Task(str(log), str(log), 4, None, "plain", st.st_size, True,
                          (st.st_dev, st.st_ino))
     log.unlink()
-    parallel._shared.update(engine=engine, read_size=1024, index={},
-                            pipeline=Pipeline(engine, catalog_version=catalog.version))
-    done = parallel._run(task)
+    done = parallel.WorkerContext(
+        engine, Pipeline(engine, catalog_version=catalog.version), 1024, {}).run(task)
     assert done.steps == [] and done.states == [] and done.short
     assert done.damaged == "deleted while read: from byte 4,096 on it was not read"
