@@ -108,7 +108,9 @@ class Driver:
 class FileSetModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.tmp = Path(tempfile.mkdtemp(prefix="files-model-"))
+        # In memory where there is a tmpfs: each restart fsyncs a checkpoint.
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.tmp = Path(tempfile.mkdtemp(prefix="files-model-", dir=shm))
         self.logs = self.tmp / "logs"
         self.logs.mkdir()
         self.log = self.logs / "server.log"
@@ -250,7 +252,7 @@ class FileSetModel(RuleBasedStateMachine):
 
 FileSetModel.TestCase.settings = settings(
     settings.get_profile("files-model-ci" if os.environ.get("CI") else "files-model-dev"),
-    stateful_step_count=25,
+    stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -301,6 +301,11 @@ class FileSet:
         """Where reading a file found by a walk begins: its checkpoint, a copy's place, or by
         the start rules (its end at the very first start, its beginning otherwise)."""
         for cp in self.state.entries_for(ident.inode_key):
+            if cp.identity.fp_len == 0:
+                # Saved while its file was empty: no bytes to tell that file from a new one
+                # with its inode (a copytruncate copy made after the empty log was deleted
+                # would be resumed at 0 instead of judged a copy, and read again in full).
+                continue
             n, h = fingerprint(fd, cp.identity.fp_len)
             if n != cp.identity.fp_len or h != cp.identity.fp_hash:
                 continue  # the inode was reused by another file
