@@ -72,7 +72,7 @@ class DescriptorBudget:
     def written(self, paths: set[str]) -> Iterator[OpenFile]:
         """Dormant files inotify named as written (or that it cannot name) that changed."""
         for f in list(self.files.values()):
-            if f.dormant and (f.abspath in paths or f.behind_symlink):
+            if f.dormant and (f.abspath in paths or f.unwatched):
                 try:
                     st = os.stat(f.path)
                 except OSError:

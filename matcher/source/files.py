@@ -293,6 +293,10 @@ class FileSet:
         f.start_at(start.offset)
         self.files[ident.inode_key] = f
         self.notices.append(SourceNotice("opened", path, f"{start.how} at offset {start.offset}"))
+        if f.hard_linked:
+            self.notices.append(SourceNotice(
+                "polled", path, "also named elsewhere (a hard link): writes through that name "
+                "are no inotify event here, so it is read every poll"))
         if over_budget:
             self.sleep(f, self.wall())  # at its end: followed, without a descriptor until it grows
 

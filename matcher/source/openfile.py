@@ -77,7 +77,10 @@ class OpenFile:
     seen_times: tuple[int, int] = (0, 0)
     busy: bool = True  # read something at its last turn: it gets the next one too
     abspath: str = field(default="", init=False)  # what inotify's events name
-    behind_symlink: bool = field(default=False, init=False)  # its writes are no event we see
+    # inotify on its directory cannot vouch for its writes: it is reached through a symlink,
+    # or also named elsewhere (a hard link written through the other name)
+    unwatched: bool = field(default=False, init=False)
+    hard_linked: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.locate()
@@ -96,9 +99,14 @@ class OpenFile:
         return self.parked is not None and self.parked.why is Wait.COPY
 
     def locate(self) -> None:
-        """Where inotify will name this file, and whether it can (not through a symlink)."""
+        """Where inotify will name this file, and whether it can: not through a symlink, and
+        not when the file has another name (writes through it are events of that directory)."""
         self.abspath = os.path.abspath(self.path)
-        self.behind_symlink = os.path.islink(self.path) or os.path.realpath(
+        try:
+            self.hard_linked = os.fstat(self.fd).st_nlink > 1 if self.fd >= 0 else self.hard_linked
+        except OSError:
+            pass
+        self.unwatched = self.hard_linked or os.path.islink(self.path) or os.path.realpath(
             os.path.dirname(self.abspath)) != os.path.dirname(self.abspath)
 
     def read(self, max_bytes: int) -> bytes:

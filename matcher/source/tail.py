@@ -110,6 +110,9 @@ class FileSource:
         self._touched: list[str] = []  # paths inotify saw modified since the last turn
         self._events_cover_all = False
         self._observer: Any = None
+        # Each watched glob's directory as (device, inode) when it was watched (None: it was
+        # not there): a directory removed or made anew since takes its watch with it.
+        self._armed: dict[str, tuple[int, int] | None] | None = None
         self._next_discovery = 0.0
         self._next_full_read = 0.0
         self.discovered = False  # the first walk is done: files present at start are known
@@ -219,6 +222,7 @@ class FileSource:
             self._end_file(f, intake)
         self._log_notices()
         self._report_discovery()
+        self._check_watches()
         self.discovered = True
 
     def due_in(self, now: float) -> float | None:
@@ -302,7 +306,7 @@ class FileSource:
     @staticmethod
     def _needs_turn(f: OpenFile, touched: set[str]) -> bool:
         return (f.busy or f.abspath in touched or f.pending_partial_since is not None
-                or f.gone_since is not None or not f.seen_at_path or f.behind_symlink)
+                or f.gone_since is not None or not f.seen_at_path or f.unwatched)
 
     def _sleep_idle_files(self, intake: Intake) -> None:
         """Near the descriptor budget, or files waiting for one: close the files idle longest
@@ -397,11 +401,47 @@ class FileSource:
 
     # -- inotify -----------------------------------------------------------------------------
 
+    def _watch_targets(self) -> dict[str, tuple[int, int] | None]:
+        out: dict[str, tuple[int, int] | None] = {}
+        for pattern in self.config.paths:
+            directory = _static_dir(pattern)
+            try:
+                st = os.stat(directory)
+                out[directory] = (st.st_dev, st.st_ino)
+            except OSError:
+                out[directory] = None
+        return out
+
+    def _check_watches(self) -> None:
+        """At each walk: a watched directory removed, made anew or made at last since it was
+        watched has no watch (inotify's ended with the old directory, with `IN_IGNORED`), yet
+        every file under it would wait for the sweep. Watch again: files under a directory
+        that is not there are polled (a walk every poll) until it is."""
+        if self._armed is None or self.config.poll_only:
+            return
+        now = self._watch_targets()
+        if now == self._armed:
+            return
+        before = self._armed
+        changed = sorted(d for d, ident in now.items() if ident != before.get(d))
+        self.stop_watching()
+        self.start_watching()
+        for d in changed:
+            if now[d] is None:
+                state = "removed: what it held is polled until it is there again"
+            elif before.get(d) is None:
+                state = "made: watched now"
+            else:
+                state = "made anew: watched again"
+            self.telemetry.notice("watch_rearmed", level="warning", directory=d,
+                                  detail=f"the watched directory was {state}")
+
     def start_watching(self) -> None:
         """inotify (via watchdog) wakes discovery early; polling stays the ground truth."""
         if self.config.poll_only:
             self._events_cover_all = False
             return
+        self._armed = self._watch_targets()
         try:
             from watchdog.events import FileSystemEventHandler
             from watchdog.observers import Observer
@@ -450,6 +490,7 @@ class FileSource:
     def stop_watching(self) -> None:
         """Also at shutdown, before the last reads: without inotify every turn is a sweep."""
         self._events_cover_all = False
+        self._armed = None
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()
