@@ -102,7 +102,7 @@ class FileSet:
                              should_stop=should_stop)
         self.files: dict[tuple[int, int], OpenFile] = {}
         self.notices: list[SourceNotice] = []
-        self.copies = Copies(self.files, self.notices_append, fingerprint_bytes=fingerprint_bytes,
+        self.copies = Copies(self.files, self._notify, fingerprint_bytes=fingerprint_bytes,
                              rotate_wait=rotate_wait)
         self.budget = DescriptorBudget(self.files, max_open)
         self._first_scan = True
@@ -423,7 +423,7 @@ class FileSet:
 
     # -- notices and closing --------------------------------------------------------------------
 
-    def notices_append(self, notice: SourceNotice) -> None:
+    def _notify(self, notice: SourceNotice) -> None:
         self.notices.append(notice)
 
     def _open_failed(self, path: str, e: OSError) -> None:
