@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Any
 
 from matcher import frames
 from matcher.redact import Redactor
-from matcher.types import UNCLASSIFIED, Event, Match, Record
+from matcher.types import UNCLASSIFIED, Event, Match, RaisedAt, Record
 
 if TYPE_CHECKING:
     from matcher.catalog.schema import CatalogRecord
@@ -119,6 +119,15 @@ def fingerprint(error_class: str, message: str, raised_at: str = "") -> str:
     if raised_at:
         shape += f"|{raised_at}"
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+def raised_at(record: Record) -> RaisedAt | None:
+    """The frame the log's traceback says raised the exception (`frames.raising_frame`)."""
+    frame = frames.raising_frame(record) if record.kind == "traceback" else None
+    if frame is None:
+        return None
+    return RaisedAt(path=frame.package_path, line=frame.line, function=frame.function,
+                    source_line=frame.source)
 
 
 def raising_frame(record: Record) -> str:
@@ -460,6 +469,7 @@ class Aggregator:
             "consequences": tuple(group.consequences),
             "offset": r.offset,
             "lineno": r.lineno,
+            "raised_at": raised_at(r),
         }
         if m is not None:
             message = f"{m.error_class}: {m.message}" if m.error_class and not m.on_header \

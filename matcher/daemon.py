@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import structlog
 
@@ -37,6 +37,7 @@ from matcher.catalog import CatalogError
 from matcher.config import ConfigError, load_config
 from matcher.latency import ReadTimes
 from matcher.notify import Notifier
+from matcher.selflog import SETTING_NOT_RELOADED
 from matcher.sinks.events import OutputClosed, event_dict, stream_gone
 from matcher.source.checkpoint import CheckpointError
 from matcher.source.files import display_name
@@ -57,6 +58,13 @@ STOP_COMPILE_WAIT = 25.0
 # Exit code of a stop that reached `stop_timeout` (or a second signal) before the daemon was
 # done: something it writes to was blocked (a stdout nobody reads).
 EXIT_STOP_DEADLINE = 3
+
+
+class CheckpointEvents(Protocol):
+    """What saving read positions reports (`Telemetry` counts and logs it)."""
+
+    def checkpoint_written(self) -> None: ...
+    def checkpoint_failed(self, reason: str, **fields: Any) -> None: ...
 
 
 class StopDeadline(BaseException):
@@ -500,7 +508,7 @@ class Daemon:
         retire(old, new)
         self.topo = new
         for name in new.not_reloaded:
-            new.telemetry.notice("setting_not_reloaded", level="warning", setting=name,
+            new.telemetry.notice(SETTING_NOT_RELOADED, setting=name,
                                  hint="restart the matcher to apply it")
         new.telemetry.reload("ok", catalog_version=new.catalog.version,
                              patterns=len(new.catalog.records))
@@ -607,13 +615,17 @@ class Daemon:
         if not changed:  # nothing moved: an idle host with 2,000 files writes nothing
             topo.telemetry.checkpoint_written()
             return
+        self._save_positions(topo.telemetry, final=final)
+
+    def _save_positions(self, events: CheckpointEvents, *, final: bool) -> None:
+        topo = self.topo
         try:
             topo.store.save(topo.state)
         except CheckpointError as e:
-            topo.telemetry.checkpoint_failed("write", detail=str(e), final=final)
+            events.checkpoint_failed("write", detail=str(e), final=final)
         else:
             topo.files.saved()
-            topo.telemetry.checkpoint_written()
+            events.checkpoint_written()
 
     def _count_regex_timeouts(self) -> None:
         """The engine's timeouts since the last turn → counter and log."""

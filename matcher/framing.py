@@ -153,6 +153,14 @@ def parse_exception_line(text: str) -> ExceptionLine | None:
     return ExceptionLine(error_class=m.group("cls"), message=m.group("msg") or "")
 
 
+def _starts_another_exception(text: str) -> bool:
+    """`ValueError: bad value` at the start of a line: an exception line of its own, not the
+    continuation of the message before it (a warning's `UserWarning: …` is left to continue)."""
+    exc = parse_exception_line(text)
+    return (exc is not None and bool(exc.message.strip())
+            and not exc.error_class.endswith("Warning"))
+
+
 @dataclass(slots=True)
 class _Open:
     """A traceback being assembled."""
@@ -498,6 +506,8 @@ class Framer:
             return tb.blank_run <= _MAX_BLANK_RUN and self._accept(tb, line, text, now)
         if _OTHER_LOG_FORMAT.match(text) or _PY_WARNING.match(text):
             return False
+        if not text[:1].isspace() and _starts_another_exception(stripped):
+            return False  # `IndexError: …` after `KeyError: …`: two failures, two records
         if tb.blank_run:
             for _ in range(tb.blank_run):
                 self._append_message(tb, "")

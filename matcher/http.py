@@ -66,7 +66,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, Literal, Self
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
@@ -82,6 +82,9 @@ LISTEN_BACKLOG = 1024  # connects waiting for accept(); past it, the kernel drop
 DEFAULT_EVENTS_LIMIT = 100
 EVENTS_INFLIGHT_BYTES = 64 * 1024 * 1024  # /events responses being written, together
 EVENTS_ACCESS = ("local", "any", "off")
+# Why an /events request was refused: a client `events_access` does not allow (403), or the
+# in-flight byte cap reached (503).
+RefusedReason = Literal["forbidden", "busy"]
 _WRITE_BLOCK = 64 * 1024  # a response is written in pieces of about this size
 _JSON = "application/json; charset=utf-8"
 CLIENT_ERRORS_EVERY = 60.0  # seconds: clients gone mid-request are logged at most this often
@@ -128,6 +131,7 @@ class HttpServer:
         log: Any | None = None,
         events_access: str = "local",
         events_inflight_bytes: int = EVENTS_INFLIGHT_BYTES,
+        refused: Callable[[RefusedReason], None] | None = None,
     ) -> None:
         if max_connections < 1 or not request_deadline > 0:
             raise ValueError("max_connections must be at least 1 and request_deadline positive")
@@ -138,6 +142,8 @@ class HttpServer:
         self._inflight = 0  # bytes of /events responses being written
         self._inflight_lock = threading.Lock()
         self.events_refused = 0  # /events requests answered 503 for the byte cap
+        # Told of each /events request refused (Telemetry counts them by reason).
+        self.refused = refused if refused is not None else (lambda reason: None)
         self.max_connections = max_connections
         self.request_deadline = request_deadline
         self.host = host
@@ -486,6 +492,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._respond(400, _json_bytes({"error": "limit must be an integer"}), _JSON)
                 return
             if not app.events_allowed(str(self.client_address[0])):
+                app.refused("forbidden")
                 self._respond(403, _json_bytes({
                     "error": "forbidden", "reason": "/events is served to clients on this "
                     "host only (events_access); /metrics and the probes to every client"}),
@@ -515,6 +522,7 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         size = 2 + sum(len(data) for data in items) + 2 * max(0, len(items) - 1)
         if not app.reserve(size):
+            app.refused("busy")
             self._respond(503, _json_bytes({"error": "service unavailable",
                                             "reason": "too many /events answers being written"}),
                           _JSON, [("Retry-After", "1")])

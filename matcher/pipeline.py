@@ -458,8 +458,12 @@ class Pipeline:
             if fixed is not None and remediation is not None:
                 remediation = {**remediation, "solutions": [
                     *remediation.get("solutions", ()), fixed.solution()]}
+            raised = e.raised_at
+            if raised is not None and label == at and raised.path.startswith("sglang/"):
+                raised = dataclasses.replace(raised, url=release.source_url(at, raised.path,
+                                                                            raised.line))
             out.append(dataclasses.replace(e, sglang_version=label, remediation=remediation,
-                                           fixed_in=fixed))
+                                           fixed_in=fixed, raised_at=raised))
         return out
 
     def _count(self, source: str, lines: list[Line]) -> None:

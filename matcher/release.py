@@ -29,6 +29,13 @@ from matcher.catalog.versions import parse_range, version_key
 from matcher.types import FixedIn, Match, Record
 
 COMPARE = "https://github.com/sgl-project/sglang/compare"
+BLOB = "https://github.com/sgl-project/sglang/blob"
+
+
+def source_url(version: str, package_path: str, line: int) -> str:
+    """The line `package_path:line` (`sglang/srt/…`, as a traceback's frame names it) of
+    release `version` on GitHub, where the package lives under `python/`."""
+    return f"{BLOB}/v{version}/python/{package_path}#L{line}"
 
 AUTO = "auto"
 UNNAMED = ("all", "none", "installed")  # settings that name no release for the events

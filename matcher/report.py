@@ -113,6 +113,7 @@ def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: in
             e = entry.first
             out.append(f"  - {_one_line(e['message'])}")
             out.append(f"    fingerprint {e['fingerprint']}  {_seen(entry)}")
+            out.extend(_raised_at(e))
     if consequences:
         out.append("\nConsequences (follow a failure; not a root cause):")
         for entry in consequences:
@@ -120,6 +121,16 @@ def render(events: Sequence[dict[str, Any]], *, inputs: Sequence[str], lines: in
     # Everything above is text: no colour or sequence of ours to keep (the progress line on a
     # terminal is drawn by `progress.py`, not through here).
     return escape_controls("\n".join(out)) + "\n"
+
+
+def _raised_at(e: dict[str, Any]) -> list[str]:
+    """Where the log's traceback says the exception was raised, as one line (or none)."""
+    raised = e.get("raised_at")
+    if not raised:
+        return []
+    return [f"    Raised at: {raised['path']}:{raised['line']}"
+            + (f" in {raised['function']}()" if raised.get("function") else "")
+            + (f"  {raised['url']}" if raised.get("url") else "")]
 
 
 def _render_known(i: int, entry: Entry) -> list[str]:
@@ -150,6 +161,7 @@ def _render_known(i: int, entry: Entry) -> list[str]:
     if fixed:
         out.append(f"    Fixed in: sglang {fixed['release']} (last in {fixed['last_release']})"
                    + (f"  {fixed['compare_url']}" if fixed.get("compare_url") else ""))
+    out.extend(_raised_at(e))
     if rem.get("url"):
         out.append(f"    Source: {rem['url']}")
     if entry.consequences:
@@ -169,6 +181,7 @@ def event_text(event: dict[str, Any]) -> str:
                  f"    {_one_line(event['message'], 300)}",
                  f"    {_seen(entry)}",
                  f"    at {', '.join(entry.sources)}",
+                 *_raised_at(event),
                  ("    No catalog record knows this exception; it is counted as "
                  "sglang_log_unknown_errors_total.")]
     else:

@@ -38,6 +38,7 @@ from matcher.http import HttpServer, parse_address
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.release import catalog_version_setting
+from matcher.selflog import OTLP_RESOURCE_ATTRIBUTES_IGNORED
 from matcher.sinks.events import EventWriter
 from matcher.sinks.metrics import MetricsSink
 from matcher.sinks.otlp import (
@@ -333,7 +334,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
 
     # 4. Outputs that open something: each kept when its setting did not change.
     ring = _ring(config, prev)
-    http = _http(config, address, registry, ring, log, prev, undo)
+    http = _http(config, address, registry, ring, log, telemetry, prev, undo)
     events_file = _events_file(config, redactor, telemetry, prev, undo)
     webhook = _webhook(config, redactor, telemetry, prev, undo)
     otlp = _otlp(config, otlp_url, redactor, telemetry, prev, undo)
@@ -459,15 +460,15 @@ def _otlp(config: Config, url: str | None, redactor: Redactor, telemetry: Teleme
                           "write them NAME=VALUE[,NAME=VALUE…], values percent-encoded") from e
     resource, problem = resource_attributes()
     if problem:
-        telemetry.notice("otlp_resource_attributes_ignored", level="warning", detail=problem,
+        telemetry.notice(OTLP_RESOURCE_ATTRIBUTES_IGNORED, detail=problem,
                          hint="OTEL_RESOURCE_ATTRIBUTES is key=value[,key=value…], values "
                               "percent-encoded")
     if prev is not None and prev.otlp is not None and prev.otlp.url == url \
             and prev.otlp.headers == headers and prev.otlp.resource == resource:
         return prev.otlp
     try:
-        sink = OtlpLogSink(url, redactor=redactor, telemetry=telemetry, headers=headers,
-                           resource=resource)
+        sink = OtlpLogSink(url, redactor=redactor, telemetry=telemetry.delivery("otlp"),
+                           headers=headers, resource=resource)
     except ValueError as e:
         raise ConfigError(f"setting 'otlp_endpoint': {e}",
                           "use the collector's logs URL: http(s)://HOST[:PORT]/v1/logs") from e
@@ -484,7 +485,7 @@ def _ring(config: Config, prev: Topology | None) -> EventRing:
 
 
 def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRegistry,
-          ring: EventRing, log: Logger, prev: Topology | None,
+          ring: EventRing, log: Logger, telemetry: Telemetry, prev: Topology | None,
           undo: list[Callable[[], Any]]) -> HttpServer | None:
     if address is None:
         return None
@@ -495,7 +496,7 @@ def _http(config: Config, address: tuple[str, int] | None, registry: CollectorRe
         return prev.http
     host, port = address
     server = HttpServer(host, port, registry=registry, events=ring, log=log,
-                        events_access=config.events_access)
+                        events_access=config.events_access, refused=telemetry.events_refused)
     try:
         server.start()
     except OSError as e:
@@ -534,11 +535,11 @@ def _webhook(config: Config, redactor: Redactor, telemetry: Telemetry, prev: Top
     if not config.webhook_url:
         return None
     if prev is not None and prev.webhook is not None \
-            and (prev.config.webhook_url, prev.config.redact_patterns) \
-            == (config.webhook_url, config.redact_patterns):
-        return prev.webhook
+            and prev.config.webhook_url == config.webhook_url:
+        return prev.webhook  # it sends the dicts the daemon redacted: new patterns reach it
     try:
-        sink = WebhookSink(config.webhook_url, redactor=redactor, telemetry=telemetry)
+        sink = WebhookSink(config.webhook_url, redactor=redactor,
+                           telemetry=telemetry.delivery("webhook"))
     except ValueError as e:
         raise ConfigError(f"setting 'webhook_url': {e}", "use http(s)://HOST[:PORT]/PATH") from e
     undo.append(sink.close)

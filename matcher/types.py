@@ -163,6 +163,7 @@ class Event:
     quiet: bool = False  # a repeat within the rate limit: counted, not printed
     sglang_version: str | None = None  # the release (or range) that wrote it, when known
     fixed_in: FixedIn | None = None  # a later release no longer has the message
+    raised_at: RaisedAt | None = None  # the frame that raised it, as the traceback prints it
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +186,24 @@ class FixedIn:
     def as_dict(self) -> dict[str, str | None]:
         return {"release": self.release, "last_release": self.last,
                 "compare_url": self.compare_url}
+
+
+@dataclass(frozen=True, slots=True)
+class RaisedAt:
+    """Where the exception was raised, read from the log's own traceback: the innermost frame
+    in sglang's code, else the innermost frame. It is the log's word, not a catalog record's,
+    so it holds whatever raised the exception — sglang's own check, or Python itself (an
+    attribute read, an index) on a line of sglang's."""
+
+    path: str  # from `sglang/` on for sglang's files; as printed for others
+    line: int
+    function: str  # "" when the traceback does not print it
+    source_line: str  # the source line printed under the frame; "" when none is
+    url: str | None = None  # the line on GitHub, when the release that wrote the log is known
+
+    def as_dict(self) -> dict[str, str | int | None]:
+        return {"path": self.path, "line": self.line, "function": self.function,
+                "source_line": self.source_line, "url": self.url}
 
 
 @dataclass(frozen=True, slots=True)

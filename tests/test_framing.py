@@ -280,3 +280,20 @@ def test_a_native_error_line_after_an_exception_ends_it_and_each_failure_is_its_
     assert records[0].exceptions[-1].message == (
         "'>' not supported between instances of 'NoneType' and 'int'")
     assert records[1].header == nccl
+
+
+def test_an_exception_line_after_another_is_a_record_of_its_own():
+    """Two real exception lines back to back (sglang #6229's IndexError, #4048's TypeError):
+    two failures, each with its own message; a line that only looks like the start of one
+    (indented, or a warning) goes on being the message."""
+    field = Path(__file__).parent / "fixtures" / "field"
+    index_error = next(x for x in (field / "model-runtime" / "6229-grammar-queue-indexerror.log"
+                                   ).read_text().splitlines() if x.startswith("IndexError:"))
+    type_error = next(x for x in (field / "model-runtime" / "4048-max-new-tokens-none-typeerror.log"
+                                  ).read_text().splitlines() if x.startswith("TypeError:"))
+    first, second = frame_text(f"[2026-01-01 12:00:00 TP0] {index_error}\n{type_error}\n")
+    assert (first.exceptions, second.exceptions) == (
+        (ExceptionLine("IndexError", "list index out of range"),),
+        (ExceptionLine("TypeError", type_error.split(": ", 1)[1]),))
+    (tb,) = frame_text(f"{index_error}\n  {type_error}\nUserWarning: what follows\n")
+    assert tb.exceptions[-1].message == f"list index out of range\n  {type_error}\nUserWarning: what follows"

@@ -448,8 +448,9 @@ def test_events_answers_past_the_in_flight_cap_get_503_and_one_is_always_served(
     503 with Retry-After; alone, an answer is served even when larger than the cap."""
     ring = EventRing(50)
     ring.extend({"event": "sglang_error", "message": "m" * 10_000, "n": i} for i in range(50))
+    refusals: list[str] = []
     srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock, events=ring,
-                     events_inflight_bytes=100_000)
+                     events_inflight_bytes=100_000, refused=refusals.append)
     srv.start()
     try:
         status, _, body = get(srv, "/events?limit=50")  # ~500 KB, above the cap, alone
@@ -460,6 +461,7 @@ def test_events_answers_past_the_in_flight_cap_get_503_and_one_is_always_served(
         assert srv.reserve(60_000)  # another answer being written
         status, headers, body = get(srv, "/events?limit=50")
         assert (status, headers["Retry-After"]) == (503, "1")
+        assert refusals == ["busy"]  # counted (sglang_matcher_events_requests_refused_total)
         assert get(srv, "/events?limit=2")[0] == 200  # small enough to fit beside it
         assert get(srv, "/metrics")[0] == 200
         srv.release(60_000)
@@ -480,13 +482,15 @@ def test_events_access_decides_by_the_peer(access, peer, allowed):
 
 
 def test_events_off_is_403_and_metrics_still_answer(clock):
+    refusals: list[str] = []
     srv = HttpServer("127.0.0.1", 0, registry=CollectorRegistry(), clock=clock,
-                     events_access="off")
+                     events_access="off", refused=refusals.append)
     srv.start()
     try:
         status, _, body = get(srv, "/events")
         assert status == 403 and json.loads(body)["error"] == "forbidden"
         assert get(srv, "/metrics")[0] == 200
+        assert refusals == ["forbidden"]
     finally:
         srv.stop()
 

@@ -67,3 +67,25 @@ def test_a_cuda_error_after_its_kernel_assertion_is_that_failure(curated, early)
     [record] = [r for r in frame_text(cuda_error) if r.exceptions]
     events = alone.add(record, engine.match(record), now=1.0) + alone.finish()
     assert [e.pattern_id for e in events] == [DEVICE_ASSERT]
+
+
+def test_an_event_names_the_frame_its_traceback_says_raised_it(curated):
+    """sglang #1556: an `IndexError` Python raised on a line of sglang's (indexing a vocab
+    mask) is reported at that line, with the line's source; with the release known, the line
+    on GitHub. The resource tracker's `KeyError` after it is raised in Python's own code."""
+    path = FIELD / "sglang-b" / "1556-constrained-vocab-mask-indexerror.log"
+    events = scan(curated, path)
+    by_class = {e["error_class"]: e for e in events}
+    assert by_class["IndexError"]["raised_at"] == {
+        "path": "sglang/srt/sampling/sampling_batch_info.py", "line": 123,
+        "function": "update_regex_vocab_mask", "source_line": "self.vocab_mask[i].fill_(1)",
+        "url": None}
+    assert by_class["KeyError"]["raised_at"]["path"] == (
+        "/usr/lib/python3.11/multiprocessing/resource_tracker.py")
+    out = io.StringIO()
+    cmd_scan([str(path)], "json", curated, out, err=io.StringIO(), sglang_version="0.3.2")
+    known = [json.loads(x) for x in out.getvalue().splitlines()]
+    [index_error] = [e for e in known if e["error_class"] == "IndexError"]
+    assert index_error["raised_at"]["url"] == (
+        "https://github.com/sgl-project/sglang/blob/v0.3.2/python/sglang/srt/sampling/"
+        "sampling_batch_info.py#L123")

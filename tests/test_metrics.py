@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from structlog.testing import CapturingLogger
 
+from matcher import selflog
 from matcher.catalog import load_catalog
 from matcher.catalog.schema import CatalogRecord
 from matcher.engine import Engine
@@ -231,6 +232,7 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
     tel.pipeline_error("frame", "WeirdCustomError")
     tel.pipeline_error("nonsense-stage", "ValueError")
     tel.event_latency(0.3)
+    tel.events_refused("forbidden")
     values = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "cluster"))): s.value
               for m in registry.collect() for s in m.samples if not s.name.endswith("_created")
               and not s.name.startswith("sglang_matcher_event_latency_seconds_bucket")}
@@ -248,6 +250,8 @@ def test_telemetry_counts_and_logs_each_notice_in_one_call():
         ("sglang_matcher_reloads_total", (("result", "ok"),)): 1.0,
         ("sglang_matcher_reloads_total", (("result", "failed"),)): 1.0,
         ("sglang_matcher_events_suppressed_total", ()): 7.0,
+        ("sglang_matcher_events_requests_refused_total", (("reason", "forbidden"),)): 1.0,
+        ("sglang_matcher_events_requests_refused_total", (("reason", "busy"),)): 0.0,
         ("sglang_matcher_errors_total", (("error_type", "PermissionError"), ("stage", "read"))): 1.0,
         ("sglang_matcher_errors_total", (("error_type", "other"), ("stage", "frame"))): 1.0,
         ("sglang_matcher_errors_total", (("error_type", "ValueError"), ("stage", "other"))): 1.0,
@@ -285,13 +289,41 @@ def test_telemetry_logs_floods_at_most_once_per_interval_and_counts_all():
     registry = CollectorRegistry()
     now = [0.0]
     tel, log = telemetry(registry, quiet_for=10.0, clock=lambda: now[0])
+    webhook = tel.delivery("webhook")
     for _ in range(1000):
-        tel.webhook_dropped(1)
+        webhook.dropped(1)
     now[0] = 11.0
-    tel.webhook_dropped(1)
+    webhook.dropped(1)
     assert registry.get_sample_value("sglang_matcher_webhook_dropped_total", {"cluster": "c1"}) == 1001
     assert calls(log) == [("warning", "webhook_dropped", {"events": 1}),
                           ("warning", "webhook_dropped", {"events": 1, "held_back": 999})]
+
+
+def test_notices_are_typed_and_pass_the_rate_limit_and_redaction_processors():
+    """A typed notice is logged at its own level; a source's named notice at the level it gives;
+    every field is redacted once (a pattern matching its own mask tells one pass from two); a
+    quiet notice is held back within `quiet_for`, then says how many were."""
+    registry = CollectorRegistry()
+    now = [0.0]
+    log = CapturingLogger()
+    tel = Telemetry(registry, log, redactor=Redactor([r"(?P<keep>pin=)(?P<secret>\S)"]),
+                    quiet_for=10.0, clock=lambda: now[0])
+    tel.notice(selflog.SETTING_NOT_RELOADED, setting="metrics_addr", hint="pin=4711")
+    tel.notice("file_opened", level="warning", path="/var/log/x.log")
+    quiet = selflog.Notice("test_flood", "error", quiet=True)
+    for _ in range(3):
+        tel.notice(quiet, n=1)
+    now[0] = 10.5
+    tel.notice(quiet, n=1)
+    tel.use_redactor(Redactor())  # a reload's patterns, from the next entry on
+    tel.notice(selflog.SETTING_NOT_RELOADED, hint="pin=4711")
+    assert calls(log) == [
+        ("warning", "setting_not_reloaded", {"setting": "metrics_addr", "hint": "pin=***711"}),
+        ("warning", "file_opened", {"path": "/var/log/x.log"}),
+        ("error", "test_flood", {"n": 1}),
+        ("error", "test_flood", {"n": 1, "held_back": 2}),
+        ("warning", "setting_not_reloaded", {"hint": "pin=4711"}),
+    ]
 
 
 def test_no_series_has_an_empty_error_class_after_a_real_log():

@@ -22,13 +22,13 @@ from structlog.testing import CapturingLogger
 from watch_harness import REPO, DaemonProcess, wait_for
 
 from matcher import __version__
+from matcher.aggregate import log_time
+from matcher.backoff import parse_retry_after
 from matcher.redact import Redactor
 from matcher.sinks.events import event_dict
 from matcher.sinks.otlp import (
     OtlpLogSink,
     env_headers,
-    log_time,
-    parse_retry_after,
     resolve_endpoint,
     resource_attributes,
 )
@@ -138,7 +138,7 @@ def batch(events: list[Event], redactor: Redactor | None = None) -> Batch:
 
 
 def sink_for(receiver: Receiver, registry: CollectorRegistry | None = None, **kw) -> OtlpLogSink:
-    telemetry = Telemetry(registry or CollectorRegistry(), CapturingLogger())
+    telemetry = Telemetry(registry or CollectorRegistry(), CapturingLogger()).delivery("otlp")
     kw.setdefault("batch_delay", 0.05)
     kw.setdefault("resource", {"service.name": "sglang-matcher"})
     return OtlpLogSink(receiver.url, redactor=Redactor(), telemetry=telemetry, **kw)
@@ -274,7 +274,7 @@ def test_connection_errors_are_retried_then_given_up():
     registry = CollectorRegistry()
     with Receiver() as rx:
         url = rx.url
-    sink = OtlpLogSink(url, redactor=Redactor(), telemetry=Telemetry(registry, CapturingLogger()),
+    sink = OtlpLogSink(url, redactor=Redactor(), telemetry=Telemetry(registry, CapturingLogger()).delivery("otlp"),
                        batch_delay=0, max_retries=2, backoff_initial=0.01, resource={})
     sink.emit(batch([make_event(0)]))
     assert wait_for(lambda: value(registry, "sglang_matcher_otlp_failed_total",
@@ -369,7 +369,7 @@ def test_the_daemon_builds_it_from_the_flag_and_the_environment(tmp_path):
             new = build(moved, log=log, previous=topo)  # … or makes it anew, retiring the old
             assert new.otlp is not None and new.otlp is not topo.otlp
             retire(topo, new)
-            assert not topo.otlp._thread.is_alive()
+            assert not topo.otlp.delivery.alive
             topo = new
         finally:
             topo.close()

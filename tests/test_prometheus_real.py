@@ -39,7 +39,7 @@ class Matcher:
         self.metrics = MetricsSink(self.registry, catalog=self.catalog, static_labels=STATIC,
                                    build_version=__version__, catalog_version=self.catalog.version)
         self.telemetry = Telemetry(self.registry, CapturingLogger(), STATIC)
-        self.telemetry.webhook_configured()
+        self.telemetry.delivery("webhook")
         self.http = HttpServer("127.0.0.1", 0, registry=self.registry, events=EventRing(10))
 
     def crash_events(self) -> list[Event]:
@@ -78,7 +78,7 @@ def test_promtool_accepts_a_real_scrape(matcher):
     t.reload("ok")
     t.events_suppressed(3)
     t.pipeline_error("read", "OSError")
-    t.webhook_dropped(1)
+    t.delivery("webhook").dropped(1)
     status, body = fetch(matcher.http.url + "/metrics")
     assert status == 200 and b"sglang_matcher_webhook_dropped_total" in body
     checked = subprocess.run([tool("promtool"), "check", "metrics"], input=body, check=False,

@@ -43,6 +43,8 @@ def event_dict(event: Event, redactor: Redactor) -> dict[str, Any]:
         d["sglang_version"] = event.sglang_version
     if event.fixed_in is not None:
         d["fixed_in"] = event.fixed_in.as_dict()
+    if event.raised_at is not None:
+        d["raised_at"] = event.raised_at.as_dict()
     if event.consequences:
         d["consequences"] = list(event.consequences)
     if event.remediation is not None:

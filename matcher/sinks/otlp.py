@@ -10,29 +10,27 @@ attributes follow the OpenTelemetry semantic conventions (`exception.type`,
 unredacted leaves. Messages are the official ones (`opentelemetry-proto`), not a hand-written
 encoding.
 
-Like the webhook, `emit` only appends to a bounded queue and returns: reading never waits for
-the Collector. One thread sends batches of up to `max_batch` records, at most `batch_delay`
-seconds after the first of them was queued; connection errors, timeouts, 429, 502, 503 and 504
+Delivery is the core's (`sinks/delivery.py`), as for the webhook: `emit` only appends to a
+bounded queue and returns, so reading never waits for the Collector; one thread sends batches of
+up to `max_batch` records, at most `batch_delay` seconds after the first of them was queued,
+each POST within its deadline (`timeout`); connection errors, timeouts, 429, 502, 503 and 504
 are retried with exponential backoff and jitter, or after the `Retry-After` the answer gives
-(seconds or an HTTP date), as the OTLP specification says; other answers give the batch up.
-What is lost is counted (`sglang_matcher_otlp_*`): the oldest records when the queue is full
-(`dropped`), a batch refused or out of retries (`failed{reason=…}`), records the Collector
-says it rejected (`partial_success`), and what is still unsent when `close()`'s timeout ends.
+(seconds or an HTTP date) when that is longer, as the OTLP specification says; other answers
+give the batch up. This module keeps the encoding (`ExportLogsServiceRequest`) and the reading
+of answers (a partial success's rejected records). What is lost is counted
+(`sglang_matcher_otlp_*`): the oldest records when the queue is full (`dropped`), a batch
+refused or out of retries (`failed{reason=…}`), records the Collector says it rejected
+(`partial_success`), and what is still unsent when `close()`'s timeout ends.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
 import random
 import socket
-import threading
 import time
-import urllib.error
-import urllib.request
-from collections import deque
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
@@ -50,9 +48,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from matcher import __version__
 from matcher.aggregate import log_time
-from matcher.backoff import Backoff, parse_retry_after
 from matcher.redact import Redactor
-from matcher.telemetry import Telemetry
+from matcher.sinks.delivery import Answer, Delivery, DeliveryEvents, RetryPolicy
 from matcher.types import Batch
 
 SERVICE_NAME = "sglang-matcher"
@@ -74,7 +71,6 @@ SEVERITY = {
     "debug": (5, "DEBUG"),
 }
 RETRY_STATUS = frozenset({429, 502, 503, 504})  # OTLP/HTTP: the retryable answers
-_Outcome = Literal["ok", "retry", "rejected"]
 
 
 # -- configuration from the environment ---------------------------------------------------------
@@ -244,16 +240,42 @@ def log_record(d: Mapping[str, Any]) -> LogRecord:
 
 
 
-
 # -- the sink -----------------------------------------------------------------------------------
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+class _ProtobufExporter:
+    """OTLP/HTTP's encoding of a batch and its reading of answers."""
+
+    def __init__(self, resource: Mapping[str, str]) -> None:
+        self._resource = Resource(attributes=_attributes(resource))
+        self._scope = InstrumentationScope(name=SERVICE_NAME, version=__version__)
+
+    def encode(self, items: Sequence[Mapping[str, Any]]) -> bytes:
+        request = ExportLogsServiceRequest(resource_logs=[ResourceLogs(
+            resource=self._resource,
+            scope_logs=[ScopeLogs(scope=self._scope, log_records=[log_record(d) for d in items])],
+        )])
+        data: bytes = request.SerializeToString()
+        return data
+
+    def answer(self, status: int, body: bytes) -> Answer:
+        if status in RETRY_STATUS:
+            return Answer("retry", f"HTTP {status}")
+        if not 200 <= status < 300:
+            return Answer("rejected", f"HTTP {status}")
+        try:
+            reply = ExportLogsServiceResponse.FromString(body)
+        except Exception:  # noqa: BLE001 - an answer we cannot read is still a 2xx
+            return Answer("ok")
+        if not reply.HasField("partial_success"):
+            return Answer("ok")
+        partial = reply.partial_success
+        return Answer("ok", f"partial success: {partial.error_message}",
+                      partial.rejected_log_records)
 
 
 class OtlpLogSink:
-    """The OTLP `Sink`: a bounded queue of records in front of one exporting thread."""
+    """The OTLP `Sink`: each printed event's dict as a `LogRecord`, exported in batches by the
+    delivery core."""
 
     name = "otlp"
     # Like the webhook: what it cannot send is counted, never waited for, so read positions are
@@ -265,7 +287,7 @@ class OtlpLogSink:
         url: str,
         *,
         redactor: Redactor,
-        telemetry: Telemetry | None = None,
+        telemetry: DeliveryEvents | None = None,
         headers: Mapping[str, str] | None = None,
         resource: Mapping[str, str] | None = None,
         timeout: float = 10.0,
@@ -286,222 +308,37 @@ class OtlpLogSink:
                 or batch_delay < 0 or backoff_initial < 0:
             raise ValueError("otlp: needs queue_size ≥ 1, max_batch ≥ 1, max_retries ≥ 0, "
                              "timeout > 0 and delays ≥ 0")
-        parts = urlsplit(url)
         self.url = url
-        self.endpoint = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
         self.headers = dict(headers or {})
         self.resource = dict(resource) if resource is not None else resource_attributes()[0]
-        self._telemetry = telemetry
-        self._timeout = timeout
-        self._max_batch = max_batch
-        self._batch_delay = batch_delay
-        self._max_retries = max_retries
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
-        self._retry_after_max = retry_after_max
-        self._clock = clock
-        self._rng = rng or random.Random()
-        self._request_headers = {"Content-Type": "application/x-protobuf",
-                                 "User-Agent": f"{SERVICE_NAME}/{__version__}", **self.headers}
-        self._resource_pb = Resource(attributes=_attributes(self.resource))
-        self._scope = InstrumentationScope(name=SERVICE_NAME, version=__version__)
-        self._opener = urllib.request.build_opener(_NoRedirect)
-        self._queue: deque[Mapping[str, Any]] = deque(maxlen=queue_size)
-        self._first_at: float | None = None  # when the oldest queued record was queued
-        self._cond = threading.Condition()
-        self._in_flight = 0
-        self._given_up_closing = 0  # records the worker gave up on because close() ended
-        self._closing = False
-        self._deadline: float | None = None
-        if telemetry is not None:
-            telemetry.otlp_configured()
-        self._thread = threading.Thread(target=self._run, name="matcher-otlp", daemon=True)
-        self._thread.start()
-
-    # -- the Sink side: never blocks ------------------------------------------------------
+        self._exporter = _ProtobufExporter(self.resource)
+        self.delivery: Delivery[Mapping[str, Any]] = Delivery(
+            "otlp", url, self._exporter, events=telemetry,
+            headers={"Content-Type": "application/x-protobuf",
+                     "User-Agent": f"{SERVICE_NAME}/{__version__}", **self.headers},
+            timeout=timeout, queue_size=queue_size, max_batch=max_batch, batch_delay=batch_delay,
+            retry=RetryPolicy(max_retries, backoff_initial, backoff_max, retry_after_max,
+                              jitter=True),
+            clock=clock, rng=rng)
+        self.endpoint = self.delivery.endpoint
 
     def emit(self, batch: Batch) -> None:
         if batch.dicts:
             self.accept(batch.dicts)
 
     def flush(self) -> None:
-        pass  # delivery is the thread's; `close` waits for it
+        pass  # delivery is the core's thread's; `close` waits for it
 
-    def accept(self, dicts: tuple[Mapping[str, Any], ...] | list[Mapping[str, Any]]) -> None:
+    def accept(self, dicts: Sequence[Mapping[str, Any]]) -> None:
         """Queue the emitted (redacted) form of events; the oldest go when the queue is full."""
-        dropped = 0
-        with self._cond:
-            if self._closing:
-                dropped = len(dicts)
-            else:
-                if not self._queue:
-                    self._first_at = self._clock()
-                for d in dicts:
-                    if len(self._queue) == self._queue.maxlen:
-                        dropped += 1
-                    self._queue.append(d)
-                self._cond.notify()
-            depth = len(self._queue)
-        if self._telemetry is not None:
-            if dropped:
-                self._telemetry.otlp_dropped(dropped)
-            self._telemetry.otlp_queue(depth)
+        self.delivery.accept(dicts)
 
     @property
     def pending(self) -> int:
         """Records queued or being sent."""
-        with self._cond:
-            return len(self._queue) + self._in_flight
+        return self.delivery.pending
 
     def close(self, timeout: float = 5.0) -> int:
         """Send what can be sent within `timeout` seconds, then stop; returns how many records
         were not."""
-        with self._cond:
-            self._closing = True
-            self._deadline = self._clock() + timeout
-            self._cond.notify_all()
-        self._thread.join(max(0.0, timeout))
-        with self._cond:
-            left = len(self._queue)
-            self._queue.clear()
-            unsent = left + self._in_flight + self._given_up_closing
-        if self._telemetry is not None:
-            self._telemetry.otlp_failed("shutdown", left, endpoint=self.endpoint)
-            self._telemetry.otlp_queue(0)
-        return unsent
-
-    # -- the worker -----------------------------------------------------------------------
-
-    def _next_batch(self) -> list[Mapping[str, Any]] | None:
-        """Wait for a batch to be due: `max_batch` records, `batch_delay` after the first, or
-        closing; None when there is nothing more to send."""
-        with self._cond:
-            while True:
-                if self._closing:
-                    if not self._queue or self._past_deadline():
-                        return None
-                    break
-                if len(self._queue) >= self._max_batch:
-                    break
-                if self._queue:
-                    due = (self._first_at or 0.0) + self._batch_delay - self._clock()
-                    if due <= 0:
-                        break
-                    self._cond.wait(due)
-                else:
-                    self._cond.wait()
-            n = min(len(self._queue), self._max_batch)
-            records = [self._queue.popleft() for _ in range(n)]
-            self._in_flight = n
-            depth = len(self._queue)
-            if not self._queue:
-                self._first_at = None
-        if self._telemetry is not None:
-            self._telemetry.otlp_queue(depth)
-        return records
-
-    def _run(self) -> None:
-        while True:
-            records = self._next_batch()
-            if records is None:
-                return
-            try:
-                self._deliver(records)
-            except Exception as e:  # noqa: BLE001 - a bad record costs its batch, not the sink
-                if self._telemetry is not None:
-                    self._telemetry.pipeline_error("sink", e, sink=self.name)
-                    self._telemetry.otlp_failed("rejected", len(records), endpoint=self.endpoint,
-                                                detail=f"{type(e).__name__}: {e}")
-            finally:
-                with self._cond:
-                    self._in_flight = 0
-
-    def encode(self, dicts: list[Mapping[str, Any]]) -> bytes:
-        request = ExportLogsServiceRequest(resource_logs=[ResourceLogs(
-            resource=self._resource_pb,
-            scope_logs=[ScopeLogs(scope=self._scope, log_records=[log_record(d) for d in dicts])],
-        )])
-        data: bytes = request.SerializeToString()
-        return data
-
-    def _deliver(self, records: list[Mapping[str, Any]]) -> None:
-        body = self.encode(records)
-        n = len(records)
-        backoff = Backoff(self._backoff_initial, self._backoff_max)
-        for attempt in range(self._max_retries + 1):
-            outcome, detail, wait, rejected = self._post(body)
-            if outcome == "ok":
-                self._sent(n - rejected)
-                if rejected:
-                    self._failed("rejected", rejected, detail)
-                return
-            if outcome == "rejected":
-                self._failed("rejected", n, detail)
-                return
-            if attempt == self._max_retries:
-                self._failed("retries_exhausted", n, detail)
-                return
-            delay = backoff.next_delay()
-            delay = delay / 2 + self._rng.uniform(0, delay / 2)  # jitter: half fixed, half random
-            if wait is not None:
-                delay = min(wait, self._retry_after_max)
-            if not self._sleep(delay):
-                self._failed("shutdown", n, detail)
-                return
-            if self._telemetry is not None:
-                self._telemetry.otlp_retry(endpoint=self.endpoint, detail=detail,
-                                           attempt=attempt + 1, records=n)
-
-    def _post(self, body: bytes) -> tuple[_Outcome, str, float | None, int]:
-        """One export: the outcome, what went wrong, `Retry-After` (s), records rejected."""
-        request = urllib.request.Request(self.url, data=body, headers=self._request_headers,
-                                         method="POST")
-        timeout = self._timeout
-        if self._deadline is not None:  # closing: no request outlives close()'s timeout
-            timeout = max(0.1, min(timeout, self._deadline - self._clock()))
-        try:
-            with self._opener.open(request, timeout=timeout) as response:
-                answer = response.read(1 << 20)
-        except urllib.error.HTTPError as e:
-            retry_after = parse_retry_after(e.headers.get("Retry-After") if e.headers else None)
-            e.close()
-            if e.code in RETRY_STATUS:
-                return "retry", f"HTTP {e.code}", retry_after, 0
-            return "rejected", f"HTTP {e.code}", None, 0
-        except (OSError, http.client.HTTPException) as e:  # URLError, timeouts, resets
-            reason = getattr(e, "reason", None)
-            return "retry", f"{type(e).__name__}: {reason if reason is not None else e}", None, 0
-        try:
-            reply = ExportLogsServiceResponse.FromString(answer)
-        except Exception:  # noqa: BLE001 - an answer we cannot read is still a 2xx
-            return "ok", "", None, 0
-        if not reply.HasField("partial_success"):
-            return "ok", "", None, 0
-        partial = reply.partial_success
-        return "ok", f"partial success: {partial.error_message}", None, partial.rejected_log_records
-
-    def _sleep(self, seconds: float) -> bool:
-        """Wait before a retry; False when `close()`'s deadline comes first."""
-        end = self._clock() + seconds
-        with self._cond:
-            while True:
-                if self._deadline is not None and end > self._deadline:
-                    return False
-                left = end - self._clock()
-                if left <= 0:
-                    return True
-                self._cond.wait(left)
-
-    def _past_deadline(self) -> bool:
-        return self._deadline is not None and self._clock() >= self._deadline
-
-    def _sent(self, n: int) -> None:
-        if self._telemetry is not None and n > 0:
-            self._telemetry.otlp_sent(n)
-
-    def _failed(self, reason: str, n: int, detail: str = "") -> None:
-        if reason == "shutdown":
-            with self._cond:
-                self._given_up_closing += n
-        if self._telemetry is not None:
-            self._telemetry.otlp_failed(reason, n, endpoint=self.endpoint, detail=detail)
+        return self.delivery.close(timeout)

@@ -7,15 +7,15 @@ journal cursors, saved only for entries whose lines the pipeline is done with.
 from __future__ import annotations
 
 from matcher.source.checkpoint import CheckpointState
+from matcher.source.events import SourceEvents
 from matcher.source.journald import JournalSource
-from matcher.telemetry import Telemetry
 from matcher.types import Intake
 
 ENTRIES_PER_TURN = 1024
 
 
 class JournalUnit:
-    def __init__(self, journal: JournalSource, telemetry: Telemetry) -> None:
+    def __init__(self, journal: JournalSource, telemetry: SourceEvents) -> None:
         self.journal = journal
         self.name = journal.name
         self.telemetry = telemetry

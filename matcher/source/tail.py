@@ -6,7 +6,7 @@ walks the globs when due (at once after inotify saw a create, delete or rename; 
 every poll, or every `SWEEP_POLLS` polls when inotify covers every configured directory),
 flushes a last line left without its newline long enough, and closes the idlest files when
 descriptors run short. What it reads goes to the `Intake`; what happens to files (rotated,
-truncated, unreadable, nothing matched) goes to `Telemetry`.
+truncated, unreadable, nothing matched) goes to `FileEvents`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from matcher.config import Config
 from matcher.source.budget import DescriptorBudget, descriptor_budget
 from matcher.source.checkpoint import CheckpointState
 from matcher.source.discovery import DiscoveryStopped, why_nothing
+from matcher.source.events import FileEvents
 from matcher.source.files import FileSet
 from matcher.source.openfile import OpenFile, SourceNotice
-from matcher.telemetry import Telemetry
 from matcher.types import Chunk, Intake
 from matcher.utf8 import count_invalid
 
@@ -80,7 +80,7 @@ class FileSource:
         self,
         config: Config,
         state: CheckpointState,
-        telemetry: Telemetry,
+        telemetry: FileEvents,
         *,
         max_open_files: int,
         clock: Callable[[], float],
@@ -120,7 +120,7 @@ class FileSource:
 
     # -- settings ----------------------------------------------------------------------------
 
-    def reconfigure(self, config: Config, telemetry: Telemetry, max_open_files: int) -> None:
+    def reconfigure(self, config: Config, telemetry: FileEvents, max_open_files: int) -> None:
         """SIGHUP: new globs, exclusions and reading settings apply from the next turn; files
         already followed keep their identity and position."""
         old = self.config
