@@ -146,6 +146,7 @@ class FileSource:
         return len(self.files.files)
 
     def read(self, now: float, intake: Intake) -> bool:
+        self._check_watches()
         if now >= self._next_discovery or self._structure_changed:
             self._structure_changed = False
             self.discover(intake)
@@ -222,7 +223,6 @@ class FileSource:
             self._end_file(f, intake)
         self._log_notices()
         self._report_discovery()
-        self._check_watches()
         self.discovered = True
 
     def due_in(self, now: float) -> float | None:
@@ -413,10 +413,12 @@ class FileSource:
         return out
 
     def _check_watches(self) -> None:
-        """At each walk: a watched directory removed, made anew or made at last since it was
-        watched has no watch (inotify's ended with the old directory, with `IN_IGNORED`), yet
-        every file under it would wait for the sweep. Watch again: files under a directory
-        that is not there are polled (a walk every poll) until it is."""
+        """At each turn (one stat a watched directory): a watched directory removed, made
+        anew or made at last since it was watched has no watch (inotify's ended with the old
+        directory, with `IN_IGNORED`; the event saying so can come before the walk it starts
+        sees the directory gone), yet every file under it would wait for the sweep. Watch
+        again, and walk at once: files under a directory that is not there are polled (a walk
+        every poll) until it is."""
         if self._armed is None or self.config.poll_only:
             return
         now = self._watch_targets()
@@ -426,6 +428,7 @@ class FileSource:
         changed = sorted(d for d, ident in now.items() if ident != before.get(d))
         self.stop_watching()
         self.start_watching()
+        self._structure_changed = True
         for d in changed:
             if now[d] is None:
                 state = "removed: what it held is polled until it is there again"
