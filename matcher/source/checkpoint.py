@@ -71,11 +71,48 @@ class CheckpointState:
     dropped_paths: set[str] = field(default_factory=set)
     dropped_unplaced: bool = False
 
+    # Counts the entries put that changed a position (times aside): the daemon writes the
+    # checkpoint only when it moved since the last write.
+    revision: int = 0
+    _by_inode: dict[tuple[int, int], set[str]] | None = field(default=None, repr=False)
+
     def dropped_for(self, inode: tuple[int, int], path: str) -> bool:
         return self.dropped_unplaced or inode in self.dropped_inodes or path in self.dropped_paths
 
-    def find(self, dev: int, ino: int) -> list[FileCheckpoint]:
-        return [c for c in self.files.values() if c.identity.inode_key == (dev, ino)]
+    def _index(self) -> dict[tuple[int, int], set[str]]:
+        """Entry keys by inode (entries deleted from `files` meanwhile are skipped by users)."""
+        if self._by_inode is None:
+            self._by_inode = {}
+            for key, cp in self.files.items():
+                self._by_inode.setdefault(cp.identity.inode_key, set()).add(key)
+        return self._by_inode
+
+    def entries_for(self, inode: tuple[int, int]) -> list[FileCheckpoint]:
+        """The saved entries of a file with this device and inode (this file, or one that had
+        the inode before: the fingerprint tells)."""
+        found = (self.files.get(k) for k in self._index().get(inode, ()))
+        return [c for c in found if c is not None]
+
+    def current(self, key: str, offset: int, path: str) -> bool:
+        """The entry for `key` already holds this position and path."""
+        cp = self.files.get(key)
+        return cp is not None and cp.offset == offset and cp.path == path
+
+    def put(self, cp: FileCheckpoint) -> None:
+        """Save a file's position; other entries for its inode (a shorter fingerprint of the
+        same file, or a file that had the inode before) go: one entry per inode."""
+        key = cp.identity.key
+        keys = self._index().setdefault(cp.identity.inode_key, set())
+        moved = False
+        for old in keys - {key}:
+            moved = self.files.pop(old, None) is not None or moved
+        keys.intersection_update({key})
+        keys.add(key)
+        was = self.files.get(key)
+        self.files[key] = cp
+        if moved or was is None or (was.offset, was.path, was.tail_hash) != (
+                cp.offset, cp.path, cp.tail_hash):
+            self.revision += 1
 
 
 LOCK_NAME = "lock"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -74,6 +75,49 @@ def expand(pattern: str, *, max_entries: int = DEFAULT_MAX_ENTRIES,
     except _Capped:
         walk.out.capped = True
     return walk.out
+
+
+class Finder:
+    """The configured globs less the `exclude` patterns (fnmatch's rules, on the name and on
+    the whole path), walked together; settings may change between walks (SIGHUP)."""
+
+    def __init__(self, globs: tuple[str, ...], exclude: tuple[str, ...], *,
+                 max_entries: int = DEFAULT_MAX_ENTRIES,
+                 should_stop: Callable[[], bool] = lambda: False) -> None:
+        self.globs = globs
+        self.exclude = exclude
+        self.max_entries = max_entries
+        self.should_stop = should_stop
+        # What the last walk found per glob: how many files each follows, and why it may be
+        # incomplete (the daemon reports both; `source` metrics are labelled by the glob).
+        self.discoveries: dict[str, Discovery] = {}
+        self._exclude_rx: tuple[tuple[str, ...], Callable[[str], object]] | None = None
+
+    def find(self) -> dict[str, str]:
+        """Matching paths, each with the configured glob that found it (a bounded label).
+        Raises `DiscoveryStopped` when `should_stop` says so mid-walk."""
+        out: dict[str, str] = {}
+        self.discoveries = {}
+        for pattern in self.globs:
+            found = expand(pattern, max_entries=self.max_entries, should_stop=self.should_stop)
+            self.discoveries[pattern] = found
+            excluded = self._excluded()
+            for p in sorted(found.paths):
+                if excluded(os.path.basename(p)) or excluded(p):
+                    continue
+                out.setdefault(p, pattern)
+        return out
+
+    def incomplete(self) -> set[str]:
+        """Globs whose last walk vouches for nothing (a listing failed, or the cap)."""
+        return {p for p, d in self.discoveries.items() if not d.complete}
+
+    def _excluded(self) -> Callable[[str], object]:
+        """One compiled regex for every exclude pattern (thousands of paths a walk)."""
+        if self._exclude_rx is None or self._exclude_rx[0] != self.exclude:
+            rx = re.compile("|".join(fnmatch.translate(x) for x in self.exclude) or "(?!)")
+            self._exclude_rx = (self.exclude, rx.match)
+        return self._exclude_rx[1]
 
 
 class _Capped(Exception):

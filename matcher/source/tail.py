@@ -18,26 +18,21 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from matcher import limits
 from matcher.config import Config
+from matcher.source.budget import DescriptorBudget, descriptor_budget
 from matcher.source.checkpoint import CheckpointState
 from matcher.source.discovery import DiscoveryStopped, why_nothing
 from matcher.source.events import FileEvents
-from matcher.source.files import FileSet, SourceNotice, TailedFile
+from matcher.source.files import FileSet
+from matcher.source.openfile import OpenFile, SourceNotice
 from matcher.types import Chunk, Intake
 from matcher.utf8 import count_invalid
 
+__all__ = ["FileSource", "descriptor_budget", "excluded", "own_identities"]
+
 NOTHING_REPORT_INTERVAL = 300.0  # a glob that matches nothing is said again this often
-OWN_DESCRIPTORS = 64  # the daemon's own: inotify, pipes, journalctl, webhook, checkpoint writes
 SWEEP_POLLS = 10  # with inotify, the globs are walked every this many polls (and on events)
 MAX_TOUCHED = 10_000  # modified paths remembered between two turns; beyond: walk instead
-MIN_OPEN_FILES = 16  # even under a tiny limit, follow this many at once (and say it is tight)
-
-
-def descriptor_budget(http_connections: int) -> int:
-    """Files that may be open at once: the soft descriptor limit (raised to the hard one at
-    start) less the daemon's own descriptors and the HTTP server's connection cap."""
-    return max(MIN_OPEN_FILES, limits.fd_budget(OWN_DESCRIPTORS + http_connections))
 
 
 def excluded(config: Config) -> tuple[str, ...]:
@@ -106,19 +101,22 @@ class FileSource:
             clock=clock,
             max_walk_entries=config.max_walk_entries,
             should_stop=should_stop,
+            max_open=max_open_files,
         )
         self.max_open_files = max_open_files
-        self.files.max_open = max_open_files
         self._discovery_said: dict[str, tuple[object, ...]] = {}
         self._nothing_said: dict[str, float] = {}
         self._structure_changed = False  # inotify saw a create/delete/rename
         self._touched: list[str] = []  # paths inotify saw modified since the last turn
         self._events_cover_all = False
         self._observer: Any = None
+        # Each watched glob's directory as (device, inode) when it was watched (None: it was
+        # not there): a directory removed or made anew since takes its watch with it.
+        self._armed: dict[str, tuple[int, int] | None] | None = None
         self._next_discovery = 0.0
         self._next_full_read = 0.0
         self.discovered = False  # the first walk is done: files present at start are known
-        self._saved_changes = -1  # FileSet.changes at the last checkpoint written
+        self._saved_revision = -1  # CheckpointState.revision at the last checkpoint written
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -127,11 +125,11 @@ class FileSource:
         already followed keep their identity and position."""
         old = self.config
         self.config, self.telemetry = config, telemetry
-        fs = self.files
-        fs.globs, fs.exclude = config.paths, excluded(config)
-        fs.fingerprint_bytes, fs.rotate_wait = config.fingerprint_bytes, config.rotate_wait
-        fs.max_walk_entries = config.max_walk_entries
-        self.max_open_files = fs.max_open = max_open_files
+        self.files.configure(config.paths, excluded(config),
+                             fingerprint_bytes=config.fingerprint_bytes,
+                             rotate_wait=config.rotate_wait,
+                             max_walk_entries=config.max_walk_entries, max_open=max_open_files)
+        self.max_open_files = max_open_files
         self._structure_changed = True  # walk the (new) globs at once
         if (config.paths, config.poll_only) != (old.paths, old.poll_only):
             self.stop_watching()
@@ -148,6 +146,7 @@ class FileSource:
         return len(self.files.files)
 
     def read(self, now: float, intake: Intake) -> bool:
+        self._check_watches()
         if now >= self._next_discovery or self._structure_changed:
             self._structure_changed = False
             self.discover(intake)
@@ -165,7 +164,7 @@ class FileSource:
             due = self.files.decision_due(now)
             if (due is not None and due <= 0) or (touched and any(
                     f.abspath in touched for f in self.files.files.values()
-                    if f.parked_for is not None)):
+                    if f.parked is not None)):
                 self.files.judge(now)
                 self._log_notices()
         if now >= self._next_full_read or not self._events_cover_all:
@@ -176,25 +175,25 @@ class FileSource:
 
     def save(self, state: CheckpointState, intake: Intake, wall: float) -> bool:
         for f in self.files.files.values():
-            if f.checkpointed == (f.identity.key, f.offset, f.path):
+            if state.current(f.state.identity.key, f.state.offset, f.path):
                 continue  # saved at its read position, nothing read since: nothing held either
             offset = intake.checkpoint_offset(f.source_id)
-            self.files.checkpoint(f, f.offset if offset is None else offset, wall)
+            self.files.checkpoint(f, f.state.offset if offset is None else offset, wall)
         lag: dict[str, int] = dict.fromkeys(self.config.paths, 0)
         for f in self.files.files.values():
             if f.dormant:
                 continue  # it was read to its end when it was closed; growth wakes it
-            lag[f.pattern] = lag.get(f.pattern, 0) + max(0, f.seen_size - f.offset)
+            lag[f.pattern] = lag.get(f.pattern, 0) + max(0, f.seen_size - f.state.offset)
         for pattern, behind in lag.items():  # one series per configured glob: the sum
             self.telemetry.read_lag(pattern, behind)
-        return self.files.changes != self._saved_changes
+        return self.files.state.revision != self._saved_revision
 
     def saved(self) -> None:
         """The state `save` filled in was written: positions moved since are new changes."""
-        self._saved_changes = self.files.changes
+        self._saved_revision = self.files.state.revision
 
     def tracked_keys(self) -> set[str]:
-        return {f.identity.key for f in self.files.files.values()}
+        return {f.state.identity.key for f in self.files.files.values()}
 
     def close(self) -> None:
         self.stop_watching()
@@ -241,7 +240,7 @@ class FileSource:
         now = self.clock()
         followed = self.files.followed()
         self.telemetry.files_parked(sum(1 for f in self.files.files.values()
-                                        if f.parked_for is not None))
+                                        if f.parked is not None))
         for pattern, found in self.files.discoveries.items():
             self.telemetry.files_followed(pattern, followed.get(pattern, 0))
             said = (tuple(found.problems), found.capped)
@@ -272,11 +271,11 @@ class FileSource:
             else:
                 self._nothing_said.pop(pattern, None)
 
-    def _end_file(self, f: TailedFile, intake: Intake) -> None:
+    def _end_file(self, f: OpenFile, intake: Intake) -> None:
         if not f.dormant:
             self._drain_file(f, self.clock(), intake)
         intake.end(f.source_id, self.clock())
-        self.files.checkpoint(f, f.offset, self.wall())
+        self.files.checkpoint(f, f.state.offset, self.wall())
         self.files.close(f)
 
     # -- reading -----------------------------------------------------------------------------
@@ -305,39 +304,32 @@ class FileSource:
         return progressed
 
     @staticmethod
-    def _needs_turn(f: TailedFile, touched: set[str]) -> bool:
+    def _needs_turn(f: OpenFile, touched: set[str]) -> bool:
         return (f.busy or f.abspath in touched or f.pending_partial_since is not None
-                or f.gone_since is not None or not f.seen_at_path or f.behind_symlink)
+                or f.gone_since is not None or not f.seen_at_path or f.unwatched)
 
     def _sleep_idle_files(self, intake: Intake) -> None:
         """Near the descriptor budget, or files waiting for one: close the files idle longest
         (read to their end, nothing of them held by the pipeline), checkpointed first, down to
         half the budget — Filebeat's `close_inactive`, forced by the count, not a timer."""
         excess = self.files.open_count() - self.max_open_files // 2
-        idle = sorted((f for f in self.files.files.values()
-                       if not f.dormant and f.parked_for is None and f.seen_at_path
-                       and f.gone_since is None
-                       and intake.partial_line_start(f.source_id) is None
-                       and intake.checkpoint_offset(f.source_id) in (None, f.offset)),
-                      key=lambda f: f.last_growth)
+        idle = DescriptorBudget.idlest(
+            (f for f in self.files.files.values()
+             if not f.dormant and f.parked is None and f.seen_at_path and f.gone_since is None
+             and intake.partial_line_start(f.source_id) is None
+             and intake.checkpoint_offset(f.source_id) in (None, f.state.offset)), excess)
         wall = self.wall()
-        slept = 0
-        for f in idle[:max(0, excess)]:
-            try:
-                if f.size() != f.offset:
-                    continue
-            except OSError:
-                continue
+        for f in idle:
             self.files.sleep(f, wall)
-            slept += 1
+        slept = len(idle)
         if slept:
             self.telemetry.files_slept(slept, open_files=self.files.open_count(),
                                        max_open_files=self.max_open_files)
 
-    def _read_file(self, f: TailedFile, now: float, budget: int, intake: Intake,
+    def _read_file(self, f: OpenFile, now: float, budget: int, intake: Intake,
                    named: bool = False) -> bool:
         """One read of `f`; `named`: inotify said it was written since the last turn."""
-        if f.parked_for is not None:
+        if f.parked is not None:
             return False
         try:
             # Idle is one fstat: truncation is checked (size, first bytes, the bytes before our
@@ -346,7 +338,7 @@ class FileSource:
             # offset (truncated and rewritten to exactly the length we had read: nothing to
             # read by size alone).
             rewritten = f.look() or named
-            if f.seen_size == f.offset:
+            if f.seen_size == f.state.offset:
                 if rewritten and self._truncated(f, now, intake):
                     return True
                 data = b""
@@ -362,9 +354,9 @@ class FileSource:
         if data:
             f.last_growth = now
             f.pending_partial_since = None
-            if f.identity.fp_len < self.config.fingerprint_bytes:
+            if f.state.identity.fp_len < self.config.fingerprint_bytes:
                 self.files.refresh_identity(f)  # a young file: its fingerprint grows with it
-            fed = intake.chunk(Chunk(data, f.source_id, f.offset), now)
+            fed = intake.chunk(Chunk(data, f.source_id, f.state.offset), now)
             self.telemetry.lines(f.pattern, fed.lines, len(data))
             if fed.truncated:
                 self.telemetry.lines_truncated(f.pattern, fed.truncated, path=f.path)
@@ -382,14 +374,14 @@ class FileSource:
                 f.pending_partial_since = None
         return False
 
-    def _truncated(self, f: TailedFile, now: float, intake: Intake, just_read: int = 0) -> bool:
+    def _truncated(self, f: OpenFile, now: float, intake: Intake, just_read: int = 0) -> bool:
         if not self.files.check_truncation(f, just_read):
             return False
         intake.end(f.source_id, now)
         self._log_notices()
         return True
 
-    def _drain_file(self, f: TailedFile, now: float, intake: Intake) -> None:
+    def _drain_file(self, f: OpenFile, now: float, intake: Intake) -> None:
         while self._read_file(f, now, 1 << 20, intake):
             pass
 
@@ -409,11 +401,50 @@ class FileSource:
 
     # -- inotify -----------------------------------------------------------------------------
 
+    def _watch_targets(self) -> dict[str, tuple[int, int] | None]:
+        out: dict[str, tuple[int, int] | None] = {}
+        for pattern in self.config.paths:
+            directory = _static_dir(pattern)
+            try:
+                st = os.stat(directory)
+                out[directory] = (st.st_dev, st.st_ino)
+            except OSError:
+                out[directory] = None
+        return out
+
+    def _check_watches(self) -> None:
+        """At each turn (one stat a watched directory): a watched directory removed, made
+        anew or made at last since it was watched has no watch (inotify's ended with the old
+        directory, with `IN_IGNORED`; the event saying so can come before the walk it starts
+        sees the directory gone), yet every file under it would wait for the sweep. Watch
+        again, and walk at once: files under a directory that is not there are polled (a walk
+        every poll) until it is."""
+        if self._armed is None or self.config.poll_only:
+            return
+        now = self._watch_targets()
+        if now == self._armed:
+            return
+        before = self._armed
+        changed = sorted(d for d, ident in now.items() if ident != before.get(d))
+        self.stop_watching()
+        self.start_watching()
+        self._structure_changed = True
+        for d in changed:
+            if now[d] is None:
+                state = "removed: what it held is polled until it is there again"
+            elif before.get(d) is None:
+                state = "made: watched now"
+            else:
+                state = "made anew: watched again"
+            self.telemetry.notice("watch_rearmed", level="warning", directory=d,
+                                  detail=f"the watched directory was {state}")
+
     def start_watching(self) -> None:
         """inotify (via watchdog) wakes discovery early; polling stays the ground truth."""
         if self.config.poll_only:
             self._events_cover_all = False
             return
+        self._armed = self._watch_targets()
         try:
             from watchdog.events import FileSystemEventHandler
             from watchdog.observers import Observer
@@ -462,6 +493,7 @@ class FileSource:
     def stop_watching(self) -> None:
         """Also at shutdown, before the last reads: without inotify every turn is a sweep."""
         self._events_cover_all = False
+        self._armed = None
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()

@@ -28,7 +28,7 @@ def test_a_crash_loop_recreating_the_same_log_is_read_every_time(tmp_path):
         log.write_bytes(data)
         r.poll()
         r.poll()
-    assert [f for f in r.fs.files.values() if f.parked_for is not None] == []
+    assert [f for f in r.fs.files.values() if f.parked is not None] == []
     assert sum(buf.count(b"invalid int value: 'two'") for buf in r.got.values()) == 4
 
 
@@ -42,12 +42,12 @@ def test_a_lookalike_that_its_original_never_follows_by_shrinking_is_read_as_new
     r.poll()
     shutil.copyfile(log, tmp_path / "server.log.replica")
     r.poll()
-    parked = [f for f in r.fs.files.values() if f.parked_for is not None]
+    parked = [f for f in r.fs.files.values() if f.parked is not None]
     assert len(parked) == 1  # a candidate, for now
     r.now += 5.0  # rotate_wait without the original shrinking
     r.poll()
     r.poll()
-    assert [f for f in r.fs.files.values() if f.parked_for is not None] == []
+    assert [f for f in r.fs.files.values() if f.parked is not None] == []
     replica = next(bytes(b) for sid, b in r.got.items() if "replica" in sid)
     assert replica == lines(0, 100)
     released = [n for n in r.fs.take_notices() if n.kind == "released"]

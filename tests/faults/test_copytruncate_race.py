@@ -32,7 +32,7 @@ class Reader:
     def read(self, *, between=None) -> None:
         """One read of every file; `between` runs after the pre-read truncation check."""
         for f in list(self.fs.files.values()):
-            if f.parked_for is not None:
+            if f.parked is not None:
                 continue
             buf = self.got.setdefault(f.source_id, bytearray())
             if self.fs.check_truncation(f):
@@ -46,7 +46,7 @@ class Reader:
                 del buf[buf.rfind(b"\n") + 1:]
                 continue
             buf.extend(data)
-            if f.identity.fp_len < 1024:
+            if f.state.identity.fp_len < 1024:
                 self.fs.refresh_identity(f)
 
     def poll(self, **kw) -> None:
@@ -158,7 +158,7 @@ def test_original_truncated_while_the_copy_is_compared_with_it(tmp_path, monkeyp
     then decides, as when the truncate came first: the copy is recognized and read from where
     we were, and nothing is read twice. (Found by the suite under load: a copy taken for a new
     file, 113 lines delivered twice.)"""
-    from matcher.source import files
+    from matcher.source import copies
 
     log = tmp_path / "server.log"
     append(log, lines(0, 100))
@@ -166,15 +166,15 @@ def test_original_truncated_while_the_copy_is_compared_with_it(tmp_path, monkeyp
     r.poll()
     append(log, lines(100, 110))
     (tmp_path / "server.log.1").write_bytes(log.read_bytes())
-    compare = files._same_bytes
+    compare = copies.same_bytes
 
     def truncated_meanwhile(a: int, b: int, length: int, block: int = 1 << 20) -> bool:
-        monkeypatch.setattr(files, "_same_bytes", compare)  # once
+        monkeypatch.setattr(copies, "same_bytes", compare)  # once
         truncate(log)
         append(log, lines(110, 112))
         return compare(a, b, length, block)
 
-    monkeypatch.setattr(files, "_same_bytes", truncated_meanwhile)
+    monkeypatch.setattr(copies, "same_bytes", truncated_meanwhile)
     r.poll()
     r.poll()
     r.poll()

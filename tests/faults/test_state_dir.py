@@ -142,7 +142,7 @@ def test_bad_checkpoint_entries_are_dropped_and_the_others_resume(tmp_path):
     for name, path in logs.items():
         fd = os.open(path, os.O_RDONLY)
         try:
-            idents[name] = identify(fd)
+            idents[name] = identify(fd)[0]
         finally:
             os.close(fd)
 
