@@ -212,8 +212,8 @@ INSTALLER: tuple[Message, ...] = (
             r"(?:× |error: )Failed to build `(?P<package>[^`\s]+)(?: @ (?P<source>[^`]+))?`",
             "uv could not build the package from source: the build backend's output below "
             "(`[stderr]`) says why.", _BUILD_SOLUTIONS,
-            ("  × Failed to build `badkernel @ file:///work/wt/buildjit.cache/real/badpkg`",
-             "error: Failed to build `badkernel @ file:///work/wt/buildjit.cache/real/badpkg`")),
+            ("  × Failed to build `badkernel @ file:///tmp/buildjit/real/badpkg`",
+             "error: Failed to build `badkernel @ file:///tmp/buildjit/real/badpkg`")),
     Message("uv-missing-library", "uv", "This error likely indicates that you need to install "
             "a library that provides",
             r"This error likely indicates that you need to\s+install a library that provides\s+"
@@ -225,7 +225,7 @@ INSTALLER: tuple[Message, ...] = (
              "interpreter's development package (python3.X-dev); others with the library's "
              "-dev package."),) + _BUILD_SOLUTIONS[1:],
             (("hint: This error likely indicates that you need to install a library that "
-             "provides `cuda_runtime.h` for `file:///work/wt/buildjit.cache/real/badpkg`"),)),
+             "provides `cuda_runtime.h` for `file:///tmp/buildjit/real/badpkg`"),)),
 )
 
 _FI_CACHE = (r"\"(?P<file>[^\"\n]*?/\.cache/flashinfer/(?:[^\"/\n]+/)*?(?P<arch>\d{2,3}[af]?)"
