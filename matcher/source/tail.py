@@ -104,6 +104,10 @@ class FileSource:
             max_open=max_open_files,
         )
         self.max_open_files = max_open_files
+        for pattern in config.paths:
+            # A series for every configured glob from the start, so an alert on 0 can fire
+            # even when no walk ever completes.
+            telemetry.files_followed(pattern, 0)
         self._discovery_said: dict[str, tuple[object, ...]] = {}
         self._nothing_said: dict[str, float] = {}
         self._structure_changed = False  # inotify saw a create/delete/rename

@@ -326,3 +326,28 @@ def test_a_non_blocking_stdout_pipe_that_fills_is_waited_for_and_no_line_is_torn
     lines = bytes(got).splitlines()
     assert [json.loads(line)["seq"] for line in lines] == list(range(n))
     assert dropped == []
+
+
+def test_every_configured_glob_has_a_files_followed_series_before_any_walk(tmp_path):
+    """The series an alert on `files_followed == 0` reads exists for each configured glob as
+    soon as the file source exists — before a walk has run, or when none ever completes."""
+    from matcher.config import Config
+    from matcher.source.checkpoint import CheckpointState
+    from matcher.source.tail import FileSource
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.followed: dict[str, int] = {}
+
+        def files_followed(self, source: str, n: int) -> None:
+            self.followed[source] = n
+
+        def __getattr__(self, name: str):
+            return lambda *a, **k: None
+
+    globs = (str(tmp_path / "a" / "*.log"), str(tmp_path / "missing" / "*.log"))
+    seen = Recorder()
+    FileSource(Config(paths=globs, state_dir=tmp_path / "state"), CheckpointState(), seen,
+               max_open_files=64, clock=time.monotonic, wall=time.time, wake=lambda: None,
+               should_stop=lambda: False)
+    assert seen.followed == dict.fromkeys(globs, 0)
