@@ -571,6 +571,8 @@ def _mismatch_shaped(error_class: str, message: str) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _mismatch_answer(message: str, sglang_version: str | None, traceback: str | None) -> Any:
-    from matcher.catalog import mismatch
+    from matcher.catalog import abi, mismatch
 
+    if abi.computes(message):  # an undefined symbol, a package's own version check
+        return abi.remedy(message, sglang_version)
     return mismatch.remedy(message, sglang_version, traceback=traceback)

@@ -43,7 +43,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 def scan(engine: Engine, text: str) -> list[dict[str, Any]]:
     pipeline = Pipeline(engine, catalog_version="test")
     data = text.encode()
-    events = pipeline.feed(Chunk(data, "log", len(data)))
+    events = pipeline.feed(Chunk(data, "log", len(data))).events
     events += pipeline.end_of_source("log") + pipeline.finish()
     return [event_dict(e, Redactor()) for e in sorted(events, key=lambda e: e.offset)]
 

@@ -30,7 +30,8 @@ ENGINE = {"matcher.engine", "matcher.compile", "matcher.stored_form", "matcher.p
           "matcher.precompiled"}
 CATALOG_TOOLS = {"matcher.catalog"} | {
     f"matcher.catalog.{name}" for name in ("check", "extract", "export", "stats", "remedy",
-                                           "server_args", "argdump", "releases", "installed")}
+                                           "server_args", "argdump", "releases", "installed",
+                                           "area_remedies", "message_fix")}
 LAYERS = [("foundation", FOUNDATION), ("catalog data", CATALOG_DATA), ("engine", ENGINE),
           ("catalog tools", CATALOG_TOOLS)]  # anything else: application, on top
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from matcher.catalog.symbols import DISTRIBUTION_OF_MODULE
 
 if TYPE_CHECKING:
-    from matcher.catalog.mismatch import Answer
+    from matcher.catalog.answer import Answer
 
 # -- what the message says ---------------------------------------------------------------------
 
@@ -222,7 +222,7 @@ _KIND_DOC = {
 
 
 def symbol_answer(library: str, symbol: str, sglang_version: str | None) -> Answer:
-    from matcher.catalog.mismatch import Answer
+    from matcher.catalog.answer import Answer
 
     dist = distribution_of(library)
     kind = symbol_kind(symbol)
@@ -254,7 +254,7 @@ def symbol_answer(library: str, symbol: str, sglang_version: str | None) -> Answ
 def sgl_kernel_answer(message: str, sglang_version: str | None) -> Answer:
     """sgl_kernel found no common_ops it could load: the cause its message carries (a library
     missing, an undefined symbol — answered above —, no GPU seen), else a reinstall."""
-    from matcher.catalog.mismatch import Answer
+    from matcher.catalog.answer import Answer
 
     doc = "sgl_kernel could not load its compiled operators (common_ops) for this GPU."
     missing = _MISSING.search(message)
@@ -293,7 +293,7 @@ def _sonames() -> dict[str, list[tuple[str, str, str]]]:
 
 def soname_answer(soname: str) -> Answer | None:
     """Which package installs a shared library (the shipped soname table)."""
-    from matcher.catalog.mismatch import Answer
+    from matcher.catalog.answer import Answer
 
     rows = _sonames().get(soname)
     if not rows:
@@ -319,7 +319,7 @@ def soname_answer(soname: str) -> Answer | None:
 
 
 def _reinstall(doc: str, dist: str, sglang_version: str | None) -> Answer:
-    from matcher.catalog.mismatch import Answer
+    from matcher.catalog.answer import Answer
 
     pin = pinned(dist, sglang_version)
     torch = pinned("torch", sglang_version)
@@ -349,7 +349,7 @@ def _reinstall(doc: str, dist: str, sglang_version: str | None) -> Answer:
 def companion_answer(package: str, sglang_version: str | None) -> Answer:
     """torchvision/torchaudio built for another torch: the release built for the torch the
     sglang release pins, else the table."""
-    from matcher.catalog.mismatch import Answer
+    from matcher.catalog.answer import Answer
 
     doc = (f"{package} is compiled against one torch release and must be installed at the "
            "release built for the torch installed.")
@@ -371,7 +371,7 @@ def companion_answer(package: str, sglang_version: str | None) -> Answer:
 
 
 def check_answer(check: Check, sglang_version: str | None) -> Answer:
-    from matcher.catalog.mismatch import Answer
+    from matcher.catalog.answer import Answer
 
     found = f" (found {check.found})" if check.found else ""
     doc = f"A package checked the version of {check.distribution}: it requires " \
@@ -499,7 +499,10 @@ def sgl_kernel_record() -> dict[str, object]:
         "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
         # at the start of the message: when a library's own error comes first (`libnuma.so.1:
         # cannot open …` then this message), that error's record is the cause
-        r"(?<![\s\S])\s*\[sgl_kernel\] CRITICAL: Could not load any common_ops library!", None,
+        # and when its error details name a missing library or an undefined symbol, the
+        # curated records of those causes (proven fixes) take the event
+        r"(?<![\s\S])\s*\[sgl_kernel\] CRITICAL: Could not load any common_ops library!"
+        r"(?![\s\S]*(?:undefined symbol: |cannot open shared object file))", None,
         "sgl_kernel could not load its compiled operators (common_ops) when imported, so sglang "
         "cannot start. The message lists what it tried, the GPU it saw and (in newer releases) "
         "the underlying errors; the cause and the fix are computed for each event from them.",

@@ -346,7 +346,8 @@ class _Writer:
 
 
 def _escape_class_re2(ch: str) -> str:
-    return "\\" + ch if ch in "]\\-^[" else ch
+    # As a hex escape: mtail's lexer rejects `\]` inside a class, and `/` would end its literal.
+    return f"\\x{ord(ch):02x}" if ch in "]\\-^[/" else ch
 
 
 def _quantifier(lo: int, hi: int) -> str:

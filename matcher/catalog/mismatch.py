@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matcher.catalog.answer import Answer
 from matcher.catalog.symbols import DISTRIBUTION_OF_MODULE, Index
 from matcher.catalog.versions import version_key
 
@@ -142,31 +143,6 @@ def filled(mask: int) -> int:
     return ((1 << mask.bit_length()) - 1) & ~(low - 1)
 
 
-# --- the answer --------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    documentation: str
-    solutions: tuple[str, ...]
-    installs: tuple[str, ...]  # pip requirements, in the order of `solutions` they go with
-
-    def remediation(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The event's `remediation`: these solutions first, then the record's own."""
-        base = dict(base or {})
-        own = [s for s in base.get("solutions") or () if s not in self.solutions]
-        out: dict[str, Any] = {
-            **base,
-            "documentation": self.documentation + (
-                "\n\n" + base["documentation"] if base.get("documentation") else ""),
-            "solutions": [*self.solutions, *own],
-        }
-        if self.installs:
-            ways = [[{"op": "install", "value": req}] for req in self.installs]
-            out["fix_actions"] = [*ways, *(base.get("fix_actions") or [])]
-            out["example_fix"] = "pip install " + " ".join(f"'{r}'" for r in self.installs[:1])
-        return out
-
-
 _SGLANG_FRAME = re.compile(r'File "[^"]*?/(sglang/[\w/]+)\.py", line \d+')
 
 
@@ -203,10 +179,6 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     """What the index says about a mismatch message (None when it says nothing).
     `sglang_version`: the release (or range) the log was written by, when known; else the
     releases whose importing module the traceback shows are taken."""
-    from matcher.catalog import abi
-
-    if abi.computes(message):
-        return abi.remedy(message, sglang_version)
     form = parse(message)
     if form is None:
         return None

@@ -1,0 +1,32 @@
+"""What a computed remedy says for one event: why, what to do, and what to install.
+
+Shared by the answers computed at event time (`mismatch`, `abi`), below both of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    documentation: str
+    solutions: tuple[str, ...]
+    installs: tuple[str, ...]  # pip requirements, in the order of `solutions` they go with
+
+    def remediation(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The event's `remediation`: these solutions first, then the record's own."""
+        base = dict(base or {})
+        own = [s for s in base.get("solutions") or () if s not in self.solutions]
+        out: dict[str, Any] = {
+            **base,
+            "documentation": self.documentation + (
+                "\n\n" + base["documentation"] if base.get("documentation") else ""),
+            "solutions": [*self.solutions, *own],
+        }
+        if self.installs:
+            ways = [[{"op": "install", "value": req}] for req in self.installs]
+            out["fix_actions"] = [*ways, *(base.get("fix_actions") or [])]
+            out["example_fix"] = "pip install " + " ".join(f"'{r}'" for r in self.installs[:1])
+        return out
