@@ -79,6 +79,30 @@ def test_outlines_index_knows_when_fsm_regex_went_away() -> None:
     assert "0.1.11" not in versions
 
 
+def test_the_vllm_index_holds_the_pins_of_sglang_before_0_5() -> None:
+    # sglang 0.1.x–0.4.4 imported vllm's layers; their wheels' Requires-Dist, read for the index
+    idx = _index("vllm")
+    got = idx.pins()
+    assert got["0.1.14"][0] == "vllm>=0.3.3"
+    assert got["0.2.14"][0] == "vllm==0.5.5"
+    assert got["0.4.3"][0] == "vllm<=0.7.2,>=0.6.4.post1"
+    assert "0.5.0" not in got  # 0.5 dropped the dependency
+    assert idx.versions_of(got["0.2.14"][1]) == ["0.5.5"]
+    # read from sdists, which hold no compiled module: `vllm` itself proves no name absent
+    assert idx.module("vllm") == ((1 << len(idx.versions)) - 1, True)
+
+
+def test_the_vllm_index_knows_what_sglang_0_1_imported() -> None:
+    # https://github.com/sgl-project/sglang/issues/391 (train): sglang 0.1.x's model_runner.py
+    # `from vllm.model_executor.model_loader import _set_default_torch_dtype`, failing on a newer
+    # vllm; and its models' `vllm.model_executor.input_metadata`, gone in vllm 0.4
+    idx = _index("vllm")
+    name = idx.name("vllm.model_executor.model_loader", "_set_default_torch_dtype")
+    assert idx.versions_of(name) == ["0.2.5", "0.3.3"]
+    have, _ = idx.module("vllm.model_executor.input_metadata")
+    assert idx.versions_of(have) == ["0.2.5", "0.3.3"]
+
+
 # --- mismatches, on real lines ------------------------------------------------------------------
 
 def test_sglang_api_moved_says_which_sglang_has_it() -> None:
@@ -229,3 +253,42 @@ def test_a_circular_import_is_told_apart_and_gets_its_own_fix() -> None:
     assert any("Rename the script" in s for s in circular.solutions)
     [plain] = [r for r in records if r.tags[-1] == "import"]
     assert not regex.search(plain.message_pattern, line.split(": ", 1)[1])
+
+
+# --- vllm, which sglang 0.1.x–0.4.4 pinned ------------------------------------------------------
+
+def test_a_vllm_module_gets_the_vllm_an_sglang_release_pinned() -> None:
+    # https://github.com/intel/ipex-llm/issues/12151 (train), the line as pasted
+    line = "ModuleNotFoundError: No module named 'vllm.distributed'"
+    answer = mismatch.remedy(line, None)
+    assert answer is not None
+    assert "exists in vllm 0.4.1..0.8.5" in answer.documentation
+    assert "sglang releases whose pins admit such a vllm: 0.1.3..0.4.4.post1" in answer.documentation
+    # the newest having it that a release's specifier names, not the newest an open `>=` admits
+    assert answer.installs == ("vllm==0.7.2",)
+    # sglang 0.1.16 pins vllm>=0.4.2: the release it was written against
+    pinned = mismatch.remedy(line, "0.1.16")
+    assert pinned is not None and pinned.installs == ("vllm==0.4.2",)
+    assert "sglang 0.1.16 requires vllm>=0.4.2" in pinned.documentation
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/vllm-project/vllm/issues/618 (train): a source tree named `vllm`
+    # shadowing the install — every vllm defines LLM, so no version is to blame
+    "ImportError: cannot import name 'LLM' from 'vllm' (unknown location)",
+    # https://github.com/meta-llama/llama/issues/1384 (train): the compiled extension is
+    # missing (a build without it): not a module any version lacks
+    "ModuleNotFoundError: No module named 'vllm._C'",
+    # https://github.com/vllm-project/vllm/issues/19131 (train): vllm 0.9's, after every
+    # release any sglang pinned: nothing to pin
+    "ModuleNotFoundError: No module named 'vllm.vllm_flash_attn.layers'",
+])
+def test_vllm_lines_that_are_not_a_pinned_version_get_no_pin(line: str) -> None:
+    assert mismatch.remedy(line, None) is None
+
+
+def test_preferred_takes_the_version_a_specifier_names() -> None:
+    assert mismatch.preferred(["0.3.3", "0.4.1", "0.8.5"], ["vllm>=0.3.3"]) == "0.3.3"
+    assert mismatch.preferred(["0.4.1", "0.8.5"], ["vllm>=0.3.3"]) == "0.8.5"
+    assert mismatch.preferred(["0.6.3.post1", "0.6.4.post1"],
+                              ["vllm<=0.6.4.post1,>=0.6.3.post1"]) == "0.6.4.post1"

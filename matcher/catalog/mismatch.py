@@ -142,6 +142,16 @@ def filled(mask: int) -> int:
     return ((1 << mask.bit_length()) - 1) & ~(low - 1)
 
 
+def preferred(candidates: Sequence[str], specs: Iterable[str]) -> str:
+    """The version to install of `candidates` (oldest first): the newest that one of `specs`
+    names (`==0.3.3`, the bound of `>=0.3.3`: a release sglang was written against), else the
+    newest — an open `>=` admits releases long after the one sglang knew."""
+    from matcher.catalog.pins import bounds
+
+    named = {v for spec in specs for v in bounds(re.sub(r"^[A-Za-z0-9_.-]+", "", spec))}
+    return next((v for v in reversed(candidates) if v in named), candidates[-1])
+
+
 # --- the answer --------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +276,7 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
         if specs:
             doc += f"; sglang {sglang_version} requires {' or '.join(specs)}"
         if fit:
-            best = fit[-1]
+            best = preferred(fit, specs)
             installs.append(f"{dist}=={best}")
             solutions.append(
                 f"Install the {dist} that sglang {sglang_version} pins, which has {what}: "
@@ -281,7 +291,7 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
         pinned_have = [v for v in have
                        if any(mask >> order.index(v) & 1 for _, mask in pins.values())]
         if pinned_have:
-            best = pinned_have[-1]
+            best = preferred(pinned_have, [spec for spec, _ in pins.values()])
         installs.append(f"{dist}=={best}")
         solutions.append(f"Install a release of {dist} that has {what}: "
                          f"pip install '{dist}=={best}'")
@@ -339,10 +349,11 @@ def _module(index: Index, module: str, sglang_version: str | None,
         fit = [v for v in order if any(pins[r][1] >> order.index(v) & 1
                                        for r in releases if r in pins)]
         if fit:
+            best = preferred(fit, specs)
             return Answer(f"`{top}` is not installed; sglang {sglang_version} requires "
                           f"{' or '.join(specs)}.",
-                          (f"Install it: pip install '{dist}=={fit[-1]}'",),
-                          (f"{dist}=={fit[-1]}",))
+                          (f"Install it: pip install '{dist}=={best}'",),
+                          (f"{dist}=={best}",))
         return None
     have = index.versions_of(has)
     if has == (1 << len(order)) - 1:
@@ -353,12 +364,18 @@ def _module(index: Index, module: str, sglang_version: str | None,
     fit = [v for v in have if any(pins[r][1] >> order.index(v) & 1 for r in releases if r in pins)]
     if fit:
         specs = sorted({pins[r][0] for r in releases if r in pins})
+        best = preferred(fit, specs)
         solution = (f"Install the {dist} that sglang {sglang_version} pins: "
-                    f"pip install '{dist}=={fit[-1]}'")
+                    f"pip install '{dist}=={best}'")
         return Answer(doc + f"; sglang {sglang_version} requires {' or '.join(specs)}.",
-                      (solution,), (f"{dist}=={fit[-1]}",))
-    solution = f"Install a release of {dist} that has it: pip install '{dist}=={have[-1]}'"
-    return Answer(doc + ".", (solution,), (f"{dist}=={have[-1]}",))
+                      (solution,), (f"{dist}=={best}",))
+    pinned_by = sorted((r for r, (_, mask) in pins.items() if mask & has), key=version_key)
+    pinned_have = [v for v in have if any(mask >> order.index(v) & 1 for _, mask in pins.values())]
+    best = preferred(pinned_have or have, [spec for spec, _ in pins.values()])
+    if pinned_by:
+        doc += f"; sglang releases whose pins admit such a {dist}: {ranges(pinned_by, pinned_by)}"
+    solution = f"Install a release of {dist} that has it: pip install '{dist}=={best}'"
+    return Answer(doc + ".", (solution,), (f"{dist}=={best}",))
 
 
 def _name(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
