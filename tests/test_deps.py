@@ -292,3 +292,31 @@ def test_preferred_takes_the_version_a_specifier_names() -> None:
     assert mismatch.preferred(["0.4.1", "0.8.5"], ["vllm>=0.3.3"]) == "0.8.5"
     assert mismatch.preferred(["0.6.3.post1", "0.6.4.post1"],
                               ["vllm<=0.6.4.post1,>=0.6.3.post1"]) == "0.6.4.post1"
+
+
+# --- torchao, pinned by sglang 0.4.x–0.5.17 ----------------------------------------------------
+
+def test_a_torchao_name_older_installs_lack_gets_a_pinned_torchao() -> None:
+    # https://github.com/pytorch/ao/issues/1146 (train), its title as pasted: an old torchao
+    # (Windows) without `quantize_`
+    line = (r"cannot import name 'quantize_' from 'torchao.quantization' "
+            r"(C:\ai\Meissonic\venv\lib\site-packages\torchao\quantization\__init__.py)")
+    answer = mismatch.remedy(line, None)
+    assert answer is not None
+    assert "`torchao.quantization.quantize_` is defined in torchao 0.5.0..0.18.0" in \
+        answer.documentation
+    assert answer.installs == ("torchao==0.17.0",)  # the newest a release pins exactly
+    pinned = mismatch.remedy(line, "0.4.7")
+    assert pinned is not None and pinned.installs == ("torchao==0.9.0",)
+    assert "sglang 0.4.7 requires torchao==0.9.0" in pinned.documentation
+
+
+def test_a_name_no_torchao_defines_gets_no_pin() -> None:
+    # https://github.com/pytorch/ao/issues/1403 (train), torchao 0.7.0 installed: a caller
+    # written for another API — no release read has the name, so no version is offered
+    line = ("ImportError: cannot import name 'weight_only_quant_qconfig' from "
+            r"'torchao.quantization' (R:\CogVideoX_v3\CogVideo\venv\Lib\site-packages"
+            r"\torchao\quantization\__init__.py)")
+    answer = mismatch.remedy(line, None)
+    assert answer is not None and answer.installs == ()
+    assert answer.documentation.startswith("No release of torchao read (0.1..0.18.0) defines")

@@ -50,6 +50,10 @@ DEPENDENCIES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # vllm: also the releases an unbounded pin (`vllm>=0.3.3`) let pip install in place of the
     # pinned one (0.4.x, without the `model_executor.input_metadata` sglang 0.1.x imports;
     # 0.4.0's releases have no sdist)
+    # torchao: also releases before the oldest pinned, which Windows and old environments
+    # still install (`quantize_` came in 0.4)
+    "torchao": (("torchao",), ("0.1", "0.3.1", "0.5.0")),
+    "llguidance": (("llguidance",), ()),
     "vllm": (("vllm",), ("0.4.1", "0.6.0", "0.6.6.post1", "0.8.5")),
 }
 # Distributions only sglang's older releases pin (vllm: 0.1.x–0.4.4 import its layers and
