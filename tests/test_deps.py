@@ -111,8 +111,8 @@ def test_sglang_api_moved_says_which_sglang_has_it() -> None:
     line = "ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'"
     answer = mismatch.remedy(line, "0.5.10")
     assert answer is not None
-    # sglang 0.5.10..0.5.19 lack the re-export; 0.5.20 restored it
-    assert "sglang 0.4.0..0.5.9, 0.5.20..0.5.23" in answer.documentation
+    # sglang 0.5.10..0.5.19 lack the re-export; 0.5.20 restored it (0.1.17 brought it)
+    assert "sglang 0.1.17..0.5.9, 0.5.20..0.5.23" in answer.documentation
     assert answer.installs == ("sglang>=0.5.20", "sglang==0.5.9")
     assert "pip install 'sglang>=0.5.20'" in answer.solutions[0]
 
@@ -320,3 +320,17 @@ def test_a_name_no_torchao_defines_gets_no_pin() -> None:
     answer = mismatch.remedy(line, None)
     assert answer is not None and answer.installs == ()
     assert answer.documentation.startswith("No release of torchao read (0.1..0.18.0) defines")
+
+
+def test_the_importing_sglang_frame_tells_the_release_of_a_vllm_import() -> None:
+    # https://github.com/sgl-project/sglang/issues/391 (train): the traceback's frames as pasted
+    # (a source checkout, `…/sglang/python/sglang/…`); the paste's last line is cut inside the
+    # module's name, which the source line above it gives whole
+    traceback = (FIXTURES / "sglang-391.log").read_text()
+    form = mismatch.Form("import", "vllm.model_executor.model_loader", "_set_default_torch_dtype")
+    label = mismatch.importer_releases(traceback, form, None)
+    assert label is not None and label.startswith("0.1.")
+    answer = mismatch.remedy("ImportError: cannot import name '_set_default_torch_dtype' from "
+                             "'vllm.model_executor.model_loader'", label)
+    assert answer is not None and answer.installs == ("vllm==0.3.3",)
+    assert f"sglang {label} requires vllm>=" in answer.documentation

@@ -177,14 +177,17 @@ class Answer:
         return out
 
 
-_SGLANG_FRAME = re.compile(r'File "[^"]*?/(sglang/[\w/]+)\.py", line \d+')
+# the last `/sglang/` of the path: a source checkout is `…/sglang/python/sglang/srt/…`
+_SGLANG_FRAME = re.compile(r'File "[^"]*/(sglang/[\w/]+)\.py", line \d+')
 
 
 def importer_releases(traceback: str | None, form: Form, directory: Path | None) -> str | None:
     """The sglang releases whose module that the traceback's innermost sglang frame shows
     imports the failing name (`A` lines of sglang's index), as a label `A..B`: a log that
     failed at start says nothing else about its release."""
-    if not traceback or form.name is None or form.kind not in ("import", "name"):
+    if not traceback or form.kind not in ("import", "name", "module"):
+        return None
+    if form.kind != "module" and form.name is None:
         return None
     frames = _SGLANG_FRAME.findall(traceback)
     if not frames:
@@ -195,6 +198,7 @@ def importer_releases(traceback: str | None, form: Form, directory: Path | None)
         return None
     mask = 0
     if form.kind == "name":
+        assert form.name is not None
         for where, m, _, _ in sglang.imports_of(form.name):
             if where == module:
                 mask |= m
