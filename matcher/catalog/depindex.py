@@ -9,8 +9,9 @@
    archive itself may go (`--drop-large`). vllm's pins are read from sglang 0.1.0 on
    (`PINNED_SINCE`): only releases before 0.5 pin it.
 3. One index file per distribution, `patterns/sglang/generated/symbols/<dist>.txt.gz`, with the
-   sglang releases' specifiers (`P` lines) and, for sglang's own index (its 92 releases), the
-   imports of dependencies' names (`A` lines, for `NameError: name 'sgl_…' is not defined`).
+   sglang releases' specifiers (`P` lines) and, for sglang's own index (every release since
+   0.1, `--sglang-versions`), the imports of dependencies' names (`A` lines, for `NameError:
+   name 'sgl_…' is not defined` and for dating a traceback's importing frame).
 
 The daemon reads an index only when an event needs it (`matcher.catalog.mismatch`).
 """
@@ -268,7 +269,10 @@ def read_release(dist: str, version: str, packages: Sequence[str], dep_dir: Path
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m matcher.catalog.depindex", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--versions", default="0.4.0..0.5.23", help="sglang releases (A..B)")
+    ap.add_argument("--versions", default="0.4.0..0.5.23",
+                    help="sglang releases whose pins choose the dependencies' versions (A..B)")
+    ap.add_argument("--sglang-versions", default="0.1.0..0.5.23",
+                    help="sglang releases in sglang's own index (A..B)")
     ap.add_argument("--wheel-dir", type=Path, default=None,
                     help="sglang's wheels (default: catalog extract's cache)")
     ap.add_argument("--dep-dir", type=Path, default=None,
@@ -325,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "sglang" in wanted:
         deps = sorted({p for d in DEPENDENCIES.values() for p in d[0]})
         per_release: dict[str, symbols.Release] = {}
-        for release in release_pins:
+        for release in sglang_pins(wheel_dir, args.sglang_versions):
             wheel = sorted(wheel_dir.glob(f"sglang-{release}-*.whl"))[0]
             kept = facts_dir / facts_key("sglang", release, ("sglang",), deps)
             per_release[release] = facts_of(wheel, ("sglang",), kept, imports_from=deps)
