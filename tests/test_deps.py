@@ -334,3 +334,26 @@ def test_the_importing_sglang_frame_tells_the_release_of_a_vllm_import() -> None
                              "'vllm.model_executor.model_loader'", label)
     assert answer is not None and answer.installs == ("vllm==0.3.3",)
     assert f"sglang {label} requires vllm>=" in answer.documentation
+
+
+# --- a guarded import's name, the release not in the log ---------------------------------------
+
+FIELD = Path(__file__).parent / "fixtures" / "field"
+
+
+def test_an_undefined_kernel_name_lists_each_releases_pin_when_the_release_is_unknown() -> None:
+    # https://github.com/sgl-project/sglang/pull/3582 (train), the excerpt as pasted: the traceback's
+    # sglang frames show which releases bind the name, not which one ran — their pins differ,
+    # so one version for all (the newest any admits) would be wrong for some
+    path = FIELD / "sglang-e" / "3582-nextn-sgl-build-tree-kernel-undefined.log"
+    text = path.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("NameError:"))
+    answer = mismatch.remedy(line, None, traceback=text)
+    assert answer is not None and answer.installs == ()
+    [solution] = answer.solutions
+    assert "sglang 0.4.4..0.4.4.post1: pip install 'sgl-kernel==0.0.5'" in solution
+    assert "sglang 0.4.3.post3..0.4.3.post4: pip install 'sgl-kernel==0.0.3.post6'" in solution
+    assert "0.2.6" not in solution
+    # the log's own release: that release's exact pin, though the thinned index did not read it
+    known = mismatch.remedy(line, "0.4.4")
+    assert known is not None and known.installs == ("sgl-kernel==0.0.5",)
