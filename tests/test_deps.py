@@ -79,6 +79,30 @@ def test_outlines_index_knows_when_fsm_regex_went_away() -> None:
     assert "0.1.11" not in versions
 
 
+def test_the_vllm_index_holds_the_pins_of_sglang_before_0_5() -> None:
+    # sglang 0.1.x–0.4.4 imported vllm's layers; their wheels' Requires-Dist, read for the index
+    idx = _index("vllm")
+    got = idx.pins()
+    assert got["0.1.14"][0] == "vllm>=0.3.3"
+    assert got["0.2.14"][0] == "vllm==0.5.5"
+    assert got["0.4.3"][0] == "vllm<=0.7.2,>=0.6.4.post1"
+    assert "0.5.0" not in got  # 0.5 dropped the dependency
+    assert idx.versions_of(got["0.2.14"][1]) == ["0.5.5"]
+    # read from sdists, which hold no compiled module: `vllm` itself proves no name absent
+    assert idx.module("vllm") == ((1 << len(idx.versions)) - 1, True)
+
+
+def test_the_vllm_index_knows_what_sglang_0_1_imported() -> None:
+    # https://github.com/sgl-project/sglang/issues/391 (train): sglang 0.1.x's model_runner.py
+    # `from vllm.model_executor.model_loader import _set_default_torch_dtype`, failing on a newer
+    # vllm; and its models' `vllm.model_executor.input_metadata`, gone in vllm 0.4
+    idx = _index("vllm")
+    name = idx.name("vllm.model_executor.model_loader", "_set_default_torch_dtype")
+    assert idx.versions_of(name) == ["0.2.5", "0.3.3"]
+    have, _ = idx.module("vllm.model_executor.input_metadata")
+    assert idx.versions_of(have) == ["0.2.5", "0.3.3"]
+
+
 # --- mismatches, on real lines ------------------------------------------------------------------
 
 def test_sglang_api_moved_says_which_sglang_has_it() -> None:
@@ -87,8 +111,8 @@ def test_sglang_api_moved_says_which_sglang_has_it() -> None:
     line = "ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'"
     answer = mismatch.remedy(line, "0.5.10")
     assert answer is not None
-    # sglang 0.5.10..0.5.19 lack the re-export; 0.5.20 restored it
-    assert "sglang 0.4.0..0.5.9, 0.5.20..0.5.23" in answer.documentation
+    # sglang 0.5.10..0.5.19 lack the re-export; 0.5.20 restored it (0.1.17 brought it)
+    assert "sglang 0.1.17..0.5.9, 0.5.20..0.5.23" in answer.documentation
     assert answer.installs == ("sglang>=0.5.20", "sglang==0.5.9")
     assert "pip install 'sglang>=0.5.20'" in answer.solutions[0]
 
@@ -229,3 +253,107 @@ def test_a_circular_import_is_told_apart_and_gets_its_own_fix() -> None:
     assert any("Rename the script" in s for s in circular.solutions)
     [plain] = [r for r in records if r.tags[-1] == "import"]
     assert not regex.search(plain.message_pattern, line.split(": ", 1)[1])
+
+
+# --- vllm, which sglang 0.1.x–0.4.4 pinned ------------------------------------------------------
+
+def test_a_vllm_module_gets_the_vllm_an_sglang_release_pinned() -> None:
+    # https://github.com/intel/ipex-llm/issues/12151 (train), the line as pasted
+    line = "ModuleNotFoundError: No module named 'vllm.distributed'"
+    answer = mismatch.remedy(line, None)
+    assert answer is not None
+    assert "exists in vllm 0.4.1..0.8.5" in answer.documentation
+    assert "sglang releases whose pins admit such a vllm: 0.1.3..0.4.4.post1" in answer.documentation
+    # the newest having it that a release's specifier names, not the newest an open `>=` admits
+    assert answer.installs == ("vllm==0.7.2",)
+    # sglang 0.1.16 pins vllm>=0.4.2: the release it was written against
+    pinned = mismatch.remedy(line, "0.1.16")
+    assert pinned is not None and pinned.installs == ("vllm==0.4.2",)
+    assert "sglang 0.1.16 requires vllm>=0.4.2" in pinned.documentation
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/vllm-project/vllm/issues/618 (train): a source tree named `vllm`
+    # shadowing the install — every vllm defines LLM, so no version is to blame
+    "ImportError: cannot import name 'LLM' from 'vllm' (unknown location)",
+    # https://github.com/meta-llama/llama/issues/1384 (train): the compiled extension is
+    # missing (a build without it): not a module any version lacks
+    "ModuleNotFoundError: No module named 'vllm._C'",
+    # https://github.com/vllm-project/vllm/issues/19131 (train): vllm 0.9's, after every
+    # release any sglang pinned: nothing to pin
+    "ModuleNotFoundError: No module named 'vllm.vllm_flash_attn.layers'",
+])
+def test_vllm_lines_that_are_not_a_pinned_version_get_no_pin(line: str) -> None:
+    assert mismatch.remedy(line, None) is None
+
+
+def test_preferred_takes_the_version_a_specifier_names() -> None:
+    assert mismatch.preferred(["0.3.3", "0.4.1", "0.8.5"], ["vllm>=0.3.3"]) == "0.3.3"
+    assert mismatch.preferred(["0.4.1", "0.8.5"], ["vllm>=0.3.3"]) == "0.8.5"
+    assert mismatch.preferred(["0.6.3.post1", "0.6.4.post1"],
+                              ["vllm<=0.6.4.post1,>=0.6.3.post1"]) == "0.6.4.post1"
+
+
+# --- torchao, pinned by sglang 0.4.x–0.5.17 ----------------------------------------------------
+
+def test_a_torchao_name_older_installs_lack_gets_a_pinned_torchao() -> None:
+    # https://github.com/pytorch/ao/issues/1146 (train), its title as pasted: an old torchao
+    # (Windows) without `quantize_`
+    line = (r"cannot import name 'quantize_' from 'torchao.quantization' "
+            r"(C:\ai\Meissonic\venv\lib\site-packages\torchao\quantization\__init__.py)")
+    answer = mismatch.remedy(line, None)
+    assert answer is not None
+    assert "`torchao.quantization.quantize_` is defined in torchao 0.5.0..0.18.0" in \
+        answer.documentation
+    assert answer.installs == ("torchao==0.17.0",)  # the newest a release pins exactly
+    pinned = mismatch.remedy(line, "0.4.7")
+    assert pinned is not None and pinned.installs == ("torchao==0.9.0",)
+    assert "sglang 0.4.7 requires torchao==0.9.0" in pinned.documentation
+
+
+def test_a_name_no_torchao_defines_gets_no_pin() -> None:
+    # https://github.com/pytorch/ao/issues/1403 (train), torchao 0.7.0 installed: a caller
+    # written for another API — no release read has the name, so no version is offered
+    line = ("ImportError: cannot import name 'weight_only_quant_qconfig' from "
+            r"'torchao.quantization' (R:\CogVideoX_v3\CogVideo\venv\Lib\site-packages"
+            r"\torchao\quantization\__init__.py)")
+    answer = mismatch.remedy(line, None)
+    assert answer is not None and answer.installs == ()
+    assert answer.documentation.startswith("No release of torchao read (0.1..0.18.0) defines")
+
+
+def test_the_importing_sglang_frame_tells_the_release_of_a_vllm_import() -> None:
+    # https://github.com/sgl-project/sglang/issues/391 (train): the traceback's frames as pasted
+    # (a source checkout, `…/sglang/python/sglang/…`); the paste's last line is cut inside the
+    # module's name, which the source line above it gives whole
+    traceback = (FIXTURES / "sglang-391.log").read_text()
+    form = mismatch.Form("import", "vllm.model_executor.model_loader", "_set_default_torch_dtype")
+    label = mismatch.importer_releases(traceback, form, None)
+    assert label is not None and label.startswith("0.1.")
+    answer = mismatch.remedy("ImportError: cannot import name '_set_default_torch_dtype' from "
+                             "'vllm.model_executor.model_loader'", label)
+    assert answer is not None and answer.installs == ("vllm==0.3.3",)
+    assert f"sglang {label} requires vllm>=" in answer.documentation
+
+
+# --- a guarded import's name, the release not in the log ---------------------------------------
+
+FIELD = Path(__file__).parent / "fixtures" / "field"
+
+
+def test_an_undefined_kernel_name_lists_each_releases_pin_when_the_release_is_unknown() -> None:
+    # https://github.com/sgl-project/sglang/pull/3582 (train), the excerpt as pasted: the traceback's
+    # sglang frames show which releases bind the name, not which one ran — their pins differ,
+    # so one version for all (the newest any admits) would be wrong for some
+    path = FIELD / "sglang-e" / "3582-nextn-sgl-build-tree-kernel-undefined.log"
+    text = path.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("NameError:"))
+    answer = mismatch.remedy(line, None, traceback=text)
+    assert answer is not None and answer.installs == ()
+    [solution] = answer.solutions
+    assert "sglang 0.4.4..0.4.4.post1: pip install 'sgl-kernel==0.0.5'" in solution
+    assert "sglang 0.4.3.post3..0.4.3.post4: pip install 'sgl-kernel==0.0.3.post6'" in solution
+    assert "0.2.6" not in solution
+    # the log's own release: that release's exact pin, though the thinned index did not read it
+    known = mismatch.remedy(line, "0.4.4")
+    assert known is not None and known.installs == ("sgl-kernel==0.0.5",)

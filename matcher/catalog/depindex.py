@@ -4,11 +4,14 @@
    wheels `catalog extract` keeps (`releases.default_wheel_dir()`; fetched when missing).
 2. For each dependency in `DEPENDENCIES`, the versions some release's specifier names, plus the
    newest on PyPI (`pip download --no-deps`, a wheel, else the sdist: flashinfer-python's 0.2
-   releases have no wheel there), each read with `symbols.release_facts` and kept in the cache
-   as JSON by the archive's sha256, so the archive itself may go (`--drop-large`).
+   releases have no wheel there; vllm's sdist only, `SDIST_ONLY`), each read with
+   `symbols.release_facts` and kept in the cache as JSON by distribution and version, so the
+   archive itself may go (`--drop-large`). vllm's pins are read from sglang 0.1.0 on
+   (`PINNED_SINCE`): only releases before 0.5 pin it.
 3. One index file per distribution, `patterns/sglang/generated/symbols/<dist>.txt.gz`, with the
-   sglang releases' specifiers (`P` lines) and, for sglang's own index (its 92 releases), the
-   imports of dependencies' names (`A` lines, for `NameError: name 'sgl_…' is not defined`).
+   sglang releases' specifiers (`P` lines) and, for sglang's own index (every release since
+   0.1, `--sglang-versions`), the imports of dependencies' names (`A` lines, for `NameError:
+   name 'sgl_…' is not defined` and for dating a traceback's importing frame).
 
 The daemon reads an index only when an event needs it (`matcher.catalog.mismatch`).
 """
@@ -16,6 +19,7 @@ The daemon reads an index only when an event needs it (`matcher.catalog.mismatch
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import re
@@ -44,7 +48,22 @@ DEPENDENCIES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "xgrammar": (("xgrammar",), ()),
     "outlines": (("outlines",), ("0.0.46", "0.1.0")),
     "compressed-tensors": (("compressed_tensors",), ("0.9.4", "0.10.2", "0.11.0", "0.12.2")),
+    # vllm: also the releases an unbounded pin (`vllm>=0.3.3`) let pip install in place of the
+    # pinned one (0.4.x, without the `model_executor.input_metadata` sglang 0.1.x imports;
+    # 0.4.0's releases have no sdist)
+    # torchao: also releases before the oldest pinned, which Windows and old environments
+    # still install (`quantize_` came in 0.4)
+    "torchao": (("torchao",), ("0.1", "0.3.1", "0.5.0")),
+    "llguidance": (("llguidance",), ()),
+    "vllm": (("vllm",), ("0.4.1", "0.6.0", "0.6.6.post1", "0.8.5")),
 }
+# Distributions only sglang's older releases pin (vllm: 0.1.x–0.4.4 import its layers and
+# parallel state): their pins are read from every release since this one, not only `--versions`.
+PINNED_SINCE: Mapping[str, str] = {"vllm": "0.1.0"}
+# Distributions read from their sdist, fetched from PyPI's simple index: vllm's wheels carry
+# 10–260 MB of compiled kernels, its sdists the same Python in under 6 MB (the compiled `vllm._C`
+# is then not seen, so a failure naming it gets no version answer).
+SDIST_ONLY = frozenset({"vllm"})
 # sgl-kernel and sglang-kernel are one package (`sgl_kernel`) under two names: one index.
 INDEX_NAME: Mapping[str, str] = {"sglang-kernel": "sgl-kernel"}
 NO_LATEST = frozenset({"vllm", "sgl-kernel"})  # the newest is not one sglang ever ran with
@@ -98,6 +117,33 @@ def fetch(distribution: str, version: str, directory: Path, *, sdist_ok: bool = 
         m = re.search(r"File was already downloaded (\S+)", run.stdout)
         if m and Path(m.group(1)).is_file():
             return Path(m.group(1))
+    return None
+
+
+SIMPLE_JSON = "https://pypi.org/simple/{name}/"
+
+
+def fetch_sdist(distribution: str, version: str, directory: Path) -> Path | None:
+    """The sdist `<name>-<version>.tar.gz` of a release, from PyPI's simple index (PEP 691
+    JSON) — not `pip download`, which would build the sdist's metadata (vllm's needs torch)."""
+    import urllib.request
+
+    stem = normalize_name(distribution).replace("-", "_")
+    wanted = {f"{stem}-{version}.tar.gz", f"{normalize_name(distribution)}-{version}.tar.gz"}
+    for p in directory.glob("*.tar.gz"):
+        if p.name.lower() in wanted:
+            return p
+    request = urllib.request.Request(SIMPLE_JSON.format(name=normalize_name(distribution)),
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        files = json.loads(response.read().decode("utf-8")).get("files") or []
+    for f in files:
+        if str(f.get("filename", "")).lower() in wanted and not f.get("yanked"):
+            directory.mkdir(parents=True, exist_ok=True)
+            target = directory / str(f["filename"])
+            with urllib.request.urlopen(str(f["url"]), timeout=600) as response:
+                write_atomic(target, response.read())
+            return target
     return None
 
 
@@ -158,6 +204,12 @@ def _code() -> str:
     return FACTS_FORMAT
 
 
+def compiled_unseen(release: symbols.Release, packages: Sequence[str]) -> symbols.Release:
+    """An sdist has its compiled modules (`vllm._C`) as C++ sources only: the top-level
+    packages are marked open, so a name missing from them is not taken as missing."""
+    return dataclasses.replace(release, open=release.open | frozenset(packages))
+
+
 def requirement_of(distribution: str, version: str, wanted: str) -> str | None:
     """The exact version of `wanted` that `distribution==version` requires on Linux x86-64,
     from the release's metadata as pip resolves it (`pip install --dry-run --report`)."""
@@ -195,10 +247,32 @@ def admitted(release_pins: Mapping[str, Mapping[str, str]], names: Sequence[str]
     return specs, masks
 
 
+def read_release(dist: str, version: str, packages: Sequence[str], dep_dir: Path,
+                 drop_large_mb: int) -> symbols.Release | None:
+    """One release's facts: kept in `<dep_dir>/facts`, else read from its archive (fetched; an
+    archive over `drop_large_mb` deleted once read)."""
+    kept = dep_dir / "facts" / facts_key(dist, version, packages)
+    got = kept_facts(kept)
+    if got is None:
+        archive = (fetch_sdist(dist, version, dep_dir) if dist in SDIST_ONLY
+                   else fetch(dist, version, dep_dir))
+        if archive is None:
+            print(f"{dist}=={version}: no archive", file=sys.stderr)
+            return None
+        got = facts_of(archive, packages, kept)
+        if archive.stat().st_size > drop_large_mb << 20:
+            archive.unlink()
+    print(f"{dist}=={version}: {len(got.modules)} modules", file=sys.stderr)
+    return compiled_unseen(got, packages) if dist in SDIST_ONLY else got
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m matcher.catalog.depindex", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--versions", default="0.4.0..0.5.23", help="sglang releases (A..B)")
+    ap.add_argument("--versions", default="0.4.0..0.5.23",
+                    help="sglang releases whose pins choose the dependencies' versions (A..B)")
+    ap.add_argument("--sglang-versions", default="0.1.0..0.5.23",
+                    help="sglang releases in sglang's own index (A..B)")
     ap.add_argument("--wheel-dir", type=Path, default=None,
                     help="sglang's wheels (default: catalog extract's cache)")
     ap.add_argument("--dep-dir", type=Path, default=None,
@@ -212,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dep_dir = args.dep_dir or wheel_dir.parent / "deps"
     facts_dir = dep_dir / "facts"
     release_pins = sglang_pins(wheel_dir, args.versions)
+    older_pins: dict[str, dict[str, dict[str, str]]] = {}
     wanted = args.only or [*DEPENDENCIES, "sglang"]
     groups: dict[str, list[str]] = {}
     for dist in DEPENDENCIES:
@@ -222,8 +297,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         packages = DEPENDENCIES[dists[0]][0]
         per_version: dict[str, symbols.Release] = {}
+        since = PINNED_SINCE.get(dists[0])
+        pins_here = release_pins
+        if since is not None:
+            hi = args.versions.partition("..")[2]
+            if since not in older_pins:
+                older_pins[since] = sglang_pins(wheel_dir, f"{since}..{hi}")
+            pins_here = older_pins[since]
         for dist in dists:
-            versions = set(pins_mod.pinned_versions(release_pins.values(), dist))
+            versions = set(pins_mod.pinned_versions(pins_here.values(), dist))
             versions |= set(DEPENDENCIES[dist][1])
             if dist == "triton":
                 versions |= set(triton_of_torch.values())
@@ -238,27 +320,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     triton = requirement_of("torch", v, "triton")
                     if triton:
                         triton_of_torch[v] = triton
-                kept = facts_dir / facts_key(dist, v, packages)
-                known = kept_facts(kept)
-                if known is not None:
-                    per_version[v] = known
-                    print(f"{dist}=={v}: {len(known.modules)} modules (kept)", file=sys.stderr)
-                    continue
-                archive = fetch(dist, v, dep_dir)
-                if archive is None:
-                    print(f"{dist}=={v}: no archive", file=sys.stderr)
-                    continue
-                per_version[v] = facts_of(archive, packages, kept)
-                print(f"{dist}=={v}: {len(per_version[v].modules)} modules", file=sys.stderr)
-                if archive.stat().st_size > args.drop_large << 20:
-                    archive.unlink()
-        specs, masks = admitted(release_pins, dists, list(per_version))
+                got = read_release(dist, v, packages, dep_dir, args.drop_large)
+                if got is not None:
+                    per_version[v] = got
+        specs, masks = admitted(pins_here, dists, list(per_version))
         symbols.write_index(args.out / f"{index_name}.txt.gz",
                             symbols.index_lines(per_version, pins=specs, admitted=masks))
     if "sglang" in wanted:
         deps = sorted({p for d in DEPENDENCIES.values() for p in d[0]})
         per_release: dict[str, symbols.Release] = {}
-        for release in release_pins:
+        for release in sglang_pins(wheel_dir, args.sglang_versions):
             wheel = sorted(wheel_dir.glob(f"sglang-{release}-*.whl"))[0]
             kept = facts_dir / facts_key("sglang", release, ("sglang",), deps)
             per_release[release] = facts_of(wheel, ("sglang",), kept, imports_from=deps)

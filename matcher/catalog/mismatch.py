@@ -143,14 +143,27 @@ def filled(mask: int) -> int:
     return ((1 << mask.bit_length()) - 1) & ~(low - 1)
 
 
-_SGLANG_FRAME = re.compile(r'File "[^"]*?/(sglang/[\w/]+)\.py", line \d+')
+def preferred(candidates: Sequence[str], specs: Iterable[str]) -> str:
+    """The version to install of `candidates` (oldest first): the newest that one of `specs`
+    names (`==0.3.3`, the bound of `>=0.3.3`: a release sglang was written against), else the
+    newest — an open `>=` admits releases long after the one sglang knew."""
+    from matcher.catalog.pins import bounds
+
+    named = {v for spec in specs for v in bounds(re.sub(r"^[A-Za-z0-9_.-]+", "", spec))}
+    return next((v for v in reversed(candidates) if v in named), candidates[-1])
+
+
+# the last `/sglang/` of the path: a source checkout is `…/sglang/python/sglang/srt/…`
+_SGLANG_FRAME = re.compile(r'File "[^"]*/(sglang/[\w/]+)\.py", line \d+')
 
 
 def importer_releases(traceback: str | None, form: Form, directory: Path | None) -> str | None:
     """The sglang releases whose module that the traceback's innermost sglang frame shows
     imports the failing name (`A` lines of sglang's index), as a label `A..B`: a log that
     failed at start says nothing else about its release."""
-    if not traceback or form.name is None or form.kind not in ("import", "name"):
+    if not traceback or form.kind not in ("import", "name", "module"):
+        return None
+    if form.kind != "module" and form.name is None:
         return None
     frames = _SGLANG_FRAME.findall(traceback)
     if not frames:
@@ -161,6 +174,7 @@ def importer_releases(traceback: str | None, form: Form, directory: Path | None)
         return None
     mask = 0
     if form.kind == "name":
+        assert form.name is not None
         for where, m, _, _ in sglang.imports_of(form.name):
             if where == module:
                 mask |= m
@@ -182,10 +196,11 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     form = parse(message)
     if form is None:
         return None
+    inferred = sglang_version is None
     if sglang_version is None:
         sglang_version = importer_releases(traceback, form, directory)
     if form.kind == "name":
-        return _name(form, sglang_version, directory)
+        return _name(form, sglang_version, directory, inferred=inferred)
     if form.kind == "keyword":
         return _keyword(form, sglang_version, directory)
     assert form.module is not None
@@ -238,11 +253,16 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
         if specs:
             doc += f"; sglang {sglang_version} requires {' or '.join(specs)}"
         if fit:
-            best = fit[-1]
+            best = preferred(fit, specs)
             installs.append(f"{dist}=={best}")
             solutions.append(
                 f"Install the {dist} that sglang {sglang_version} pins, which has {what}: "
                 f"pip install '{dist}=={best}' (check with pip show {dist})")
+        elif (pinned := unread_pin(releases, pins, specs)) is not None:
+            doc += " (a release not read here: the index holds a few of the pinned ones)"
+            installs.append(f"{dist}=={pinned}")
+            solutions.append(f"Install the {dist} that sglang {sglang_version} pins: "
+                             f"pip install '{dist}=={pinned}' (check with pip show {dist})")
         elif specs:
             doc += (f", and no release it admits defines {what}: this sglang was not built "
                     f"against the {dist} it pins (a source checkout or a patched install)")
@@ -253,7 +273,7 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
         pinned_have = [v for v in have
                        if any(mask >> order.index(v) & 1 for _, mask in pins.values())]
         if pinned_have:
-            best = pinned_have[-1]
+            best = preferred(pinned_have, [spec for spec, _ in pins.values()])
         installs.append(f"{dist}=={best}")
         solutions.append(f"Install a release of {dist} that has {what}: "
                          f"pip install '{dist}=={best}'")
@@ -261,6 +281,18 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
             rel = sorted(pinned_by, key=version_key)
             doc += f"; sglang releases whose pins admit such a {dist}: {ranges(rel, rel)}"
     return Answer(doc + ".", tuple(solutions), tuple(installs))
+
+
+def unread_pin(releases: Sequence[str], pins: dict[str, tuple[str, int]],
+               specs: Sequence[str]) -> str | None:
+    """The one exact version the running releases pin, when the index read none of the
+    versions they admit (thinned indexes read a few pinned releases): that pin is the fix,
+    though the index cannot say what it defines."""
+    from matcher.catalog.pins import exact
+
+    if any(pins[r][1] for r in releases if r in pins) or len(specs) != 1:
+        return None
+    return exact(re.sub(r"^[A-Za-z0-9_.-]+", "", specs[0]))
 
 
 def _sglang_api(doc: str, have: Sequence[str], order: Sequence[str],
@@ -311,10 +343,11 @@ def _module(index: Index, module: str, sglang_version: str | None,
         fit = [v for v in order if any(pins[r][1] >> order.index(v) & 1
                                        for r in releases if r in pins)]
         if fit:
+            best = preferred(fit, specs)
             return Answer(f"`{top}` is not installed; sglang {sglang_version} requires "
                           f"{' or '.join(specs)}.",
-                          (f"Install it: pip install '{dist}=={fit[-1]}'",),
-                          (f"{dist}=={fit[-1]}",))
+                          (f"Install it: pip install '{dist}=={best}'",),
+                          (f"{dist}=={best}",))
         return None
     have = index.versions_of(has)
     if has == (1 << len(order)) - 1:
@@ -325,17 +358,25 @@ def _module(index: Index, module: str, sglang_version: str | None,
     fit = [v for v in have if any(pins[r][1] >> order.index(v) & 1 for r in releases if r in pins)]
     if fit:
         specs = sorted({pins[r][0] for r in releases if r in pins})
+        best = preferred(fit, specs)
         solution = (f"Install the {dist} that sglang {sglang_version} pins: "
-                    f"pip install '{dist}=={fit[-1]}'")
+                    f"pip install '{dist}=={best}'")
         return Answer(doc + f"; sglang {sglang_version} requires {' or '.join(specs)}.",
-                      (solution,), (f"{dist}=={fit[-1]}",))
-    solution = f"Install a release of {dist} that has it: pip install '{dist}=={have[-1]}'"
-    return Answer(doc + ".", (solution,), (f"{dist}=={have[-1]}",))
+                      (solution,), (f"{dist}=={best}",))
+    pinned_by = sorted((r for r, (_, mask) in pins.items() if mask & has), key=version_key)
+    pinned_have = [v for v in have if any(mask >> order.index(v) & 1 for _, mask in pins.values())]
+    best = preferred(pinned_have or have, [spec for spec, _ in pins.values()])
+    if pinned_by:
+        doc += f"; sglang releases whose pins admit such a {dist}: {ranges(pinned_by, pinned_by)}"
+    solution = f"Install a release of {dist} that has it: pip install '{dist}=={best}'"
+    return Answer(doc + ".", (solution,), (f"{dist}=={best}",))
 
 
-def _name(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
+def _name(form: Form, sglang_version: str | None, directory: Path | None, *,
+          inferred: bool = False) -> Answer | None:
     """`name 'sgl_x' is not defined`: sglang bound it by a guarded import of a dependency's
-    name; that name is what the installed dependency lacks."""
+    name; that name is what the installed dependency lacks. `inferred`: the release is not
+    the log's but the range whose modules bind the name (their pins may differ)."""
     assert form.name is not None
     sglang = _load(directory or index_dir(), "sglang")
     if sglang is None:
@@ -344,6 +385,10 @@ def _name(form: Form, sglang_version: str | None, directory: Path | None) -> Ans
     if not found:
         return None
     running = releases_in(sglang_version, sglang.versions)
+    if not running or inferred:
+        per_release = _pins_by_release(form.name, found, sglang, directory)
+        if per_release is not None:
+            return per_release
     bound = [f for f in found if any(f[1] >> sglang.versions.index(r) & 1 for r in running)]
     if not bound:
         # the log's release does not bind the name (or the release is not known): sglang's
@@ -374,6 +419,42 @@ def _name(form: Form, sglang_version: str | None, directory: Path | None) -> Ans
             "undefined and the error surfaces later as this NameError — also when the guard is "
             "false on this platform (not CUDA, no GPU visible).")
     return Answer(got.documentation + note, got.solutions, got.installs)
+
+
+def _pins_by_release(alias: str, found: Sequence[tuple[str, int, str, str]], sglang: Index,
+                     directory: Path | None) -> Answer | None:
+    """The release that wrote the log is not known: when every import binding `alias` takes
+    one dependency name, say what each sglang release binding it pins of that dependency —
+    the fix is the pin of the user's release, whichever it is."""
+    sources = sorted({(src, name) for _, _, src, name in found})
+    if len(sources) != 1:
+        return None
+    source, name = sources[0]
+    index = index_for(source.split(".", 1)[0], directory)
+    if index is None:
+        return None
+    mask = 0
+    for _, m, _, _ in found:
+        mask |= m
+    binding = sglang.versions_of(mask)
+    pins = index.pins()
+    by_spec: dict[str, list[str]] = {}
+    for r in binding:
+        if r in pins and pins[r][0]:
+            by_spec.setdefault(pins[r][0], []).append(r)
+    if not by_spec or len(by_spec) > 8:
+        return None
+    order = list(sglang.versions)
+    dist = index.distribution
+    where = ", ".join(sorted({m for m, _, _, _ in found}))
+    listed = "; ".join(f"sglang {ranges(rs, order)}: pip install '{spec}'"
+                       for spec, rs in sorted(by_spec.items(), key=lambda kv: version_key(kv[1][0])))
+    doc = (f"`{alias}` is bound by `from {source} import {name} as {alias}` in {where} (sglang "
+           f"{ranges(binding, order)}), inside a guard: the installed {dist} lacks `{name}`, or "
+           "the guard is false on this platform (not CUDA, no GPU visible). The release that "
+           "wrote this log is not known.")
+    return Answer(doc, (f"Install the {dist} your sglang release pins (pip show sglang): "
+                        + listed,), ())
 
 
 def _keyword(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:

@@ -471,11 +471,15 @@ class Index:
                 out.append((parts[1], int(parts[3], 16), parts[4], parts[5]))
         return out
 
-    def importers(self, source: str, name: str) -> list[tuple[str, int]]:
-        """(module, mask) of every import of `source`'s `name`, whatever it is bound as."""
+    def importers(self, source: str, name: str | None) -> list[tuple[str, int]]:
+        """(module, mask) of every import of `source`'s `name`, whatever it is bound as; with
+        no name, of any name from `source` or a module under it."""
         out = []
         for line in self._lines("A "):
             parts = line.split(" ")
-            if parts[4] == source and parts[5] == name:
+            if name is None:
+                if parts[4] == source or parts[4].startswith(source + "."):
+                    out.append((parts[1], int(parts[3], 16)))
+            elif parts[4] == source and parts[5] == name:
                 out.append((parts[1], int(parts[3], 16)))
         return out
