@@ -1,6 +1,7 @@
-"""Ascend NPU statuses (`matcher.catalog.ascend`): the headers of the torch-npu wheel they are read
-from, the catalog they make, and real lines from public threads they recognize (each with its
-URL)."""
+"""Statuses of the accelerators other than NVIDIA's and AMD's: Ascend NPUs
+(`matcher.catalog.ascend`, from the torch-npu wheels) and Intel GPUs (`matcher.catalog.ur_result`,
+from the intel-sycl-rt wheels): the headers they are read from, the catalogs they make, and real
+lines from public threads they recognize (each with its URL)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 import regex
 
-from matcher.catalog import ascend, load_catalog
+from matcher.catalog import ascend, load_catalog, ur_result
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
@@ -179,3 +180,47 @@ def test_a_pasted_failure_gives_one_event_with_what_to_do(engine: Engine) -> Non
             "ascend-acl-error-rt-dev-setup-error"]
     assert ours, found
     assert ours[0]["remediation"]["solutions"]
+
+
+# -- Intel GPU (XPU): oneAPI Unified Runtime statuses ---------------------------------------------
+
+def test_ur_statuses_are_read_from_the_sycl_runtimes_header() -> None:
+    # intel-sycl-rt 2026.2.0: include/unified-runtime/ur_api.h, as published on PyPI (in part)
+    header = ("typedef enum ur_result_t {\n  /// Success\n  UR_RESULT_SUCCESS = 0,\n"
+              "  /// Device hung, reset, was removed, or adapter update occurred\n"
+              "  UR_RESULT_ERROR_DEVICE_LOST = 20,\n"
+              "  /// Unknown or internal error\n  UR_RESULT_ERROR_UNKNOWN = 0x7ffffffe,\n"
+              "} ur_result_t;\n")
+    assert ur_result.vocabulary(header) == [
+        (0, "UR_RESULT_SUCCESS", "Success"),
+        (20, "UR_RESULT_ERROR_DEVICE_LOST",
+         "Device hung, reset, was removed, or adapter update occurred"),
+        (0x7FFFFFFE, "UR_RESULT_ERROR_UNKNOWN", "Unknown or internal error")]
+
+
+def test_the_committed_xpu_catalog_is_what_the_generator_writes(tmp_path: Path) -> None:
+    out = tmp_path / "xpu.jsonl"
+    assert ur_result.main(["-o", str(out)]) == 0
+    assert out.read_bytes() == (GENERATED / "xpu.jsonl").read_bytes(), \
+        "run `python -m matcher.catalog.ur_result` and commit its output"
+
+
+XPU_LINES = [
+    # https://github.com/pytorch/pytorch/issues/190972
+    ("RuntimeError: level_zero backend failed with error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)",
+     "xpu-error-out-of-resources"),
+    # https://github.com/intel/intel-extension-for-pytorch/issues/780
+    ("RuntimeError: Native API failed. Native API returns: 20 (UR_RESULT_ERROR_DEVICE_LOST)",
+     "xpu-error-device-lost"),
+    # https://github.com/ggml-org/llama.cpp/issues/25286
+    ("level_zero backend failed with error: 39 [UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY]",
+     "xpu-error-out-of-device-memory"),
+]
+
+
+@pytest.mark.parametrize(("line", "slug"), XPU_LINES)
+def test_a_real_xpu_line_is_its_status_with_what_to_do(line: str, slug: str) -> None:
+    recs = [json.loads(x) for x in (GENERATED / "xpu.jsonl").open()]
+    hit = [r for r in recs if regex.search(r["messagePattern"], line)]
+    assert [r["slug"] for r in hit] == [slug]
+    assert hit[0]["solutions"] and hit[0]["sourcePackage"] == "intel-sycl-rt"
