@@ -144,7 +144,9 @@ def test_the_literal_database_finds_what_the_literal_loop_finds():
                    for part in db._parts]
     texts = [r.error_message for r in catalog.records
              if r.error_message and not r.error_message.isascii()][:150]
-    texts += ["こんにちは — " + x for r in catalog.records for x in r.examples_match][:150]
+    examples = [x for r in catalog.records for x in r.examples_match]
+    # spread over the whole catalog, not its first files only
+    texts += ["こんにちは — " + x for x in examples[::max(1, len(examples) // 150)]]
     assert len(texts) > 150
     picked = 0
     for text in texts:

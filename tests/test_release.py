@@ -94,7 +94,8 @@ def test_an_old_release_is_recognized_at_its_own_file_and_line():
     """A real sglang 0.4.6.post1 launch failure (`--enable-dp-attention` with dp-size 1): the
     generated layer recognizes it, `auto` learns from the frame `server_args.py, line 299`
     that only 0.4.6.post1 raises it there, and the event links that line of that release."""
-    [e] = _scan(str(OLD / "dp_attention_dp_size_1.log"))
+    # (The optional `vllm._C` import that failed on this GPU-less host is a warning before it.)
+    [e] = [x for x in _scan(str(OLD / "dp_attention_dp_size_1.log")) if x["event"] != "sglang_warning"]
     assert (e["event"], e["sglang_version"]) == ("sglang_error", "0.4.6.post1")
     assert e["remediation"]["url"].endswith(
         "/blob/v0.4.6.post1/python/sglang/srt/server_args.py#L299")
