@@ -17,7 +17,6 @@ guard derivation; `python -m matcher.catalog.area_remedies FILE` rewrites a writ
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matcher.catalog import message_fix
 from matcher.catalog.server_args import ServerArgsTable, default_path, flags_of
 from matcher.catalog.versions import in_ranges
 from matcher.catalog.wording import words
@@ -113,18 +113,9 @@ def apply(record: dict[str, Any], table: ServerArgsTable) -> bool:
 
 
 def rewrite(path: Path, table: ServerArgsTable) -> int:
-    """`apply` to every record of a JSONL catalog file, rewriting only the lines it changes."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    changed = 0
-    for i, line in enumerate(lines):
-        if "/srt/disaggregation/" not in line:
-            continue
-        record = json.loads(line)
-        if apply(record, table):
-            lines[i] = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-            changed += 1
-    path.write_text("".join(lines), encoding="utf-8")
-    return changed
+    """`apply` to the disaggregation records of a JSONL catalog file, rewriting only the lines
+    it changes."""
+    return message_fix.rewrite(path, table, rule=apply, lines_with="/srt/disaggregation/")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +105,19 @@ def apply(record: dict[str, Any], table: ServerArgsTable) -> bool:
     return True
 
 
-def rewrite(path: Path, table: ServerArgsTable) -> int:
-    """`apply` to every record of a JSONL catalog file, rewriting only the lines it changes."""
+def rewrite(path: Path, table: ServerArgsTable, *,
+            rule: Callable[[dict[str, Any], ServerArgsTable], bool] | None = None,
+            lines_with: str = "--") -> int:
+    """`rule` (this module's `apply` by default) on every record of a JSONL catalog file on a
+    line holding `lines_with`, rewriting only the lines it changes; how many it changed."""
+    rule = rule or apply
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     changed = 0
     for i, line in enumerate(lines):
-        if "--" not in line:
+        if lines_with not in line:
             continue
         record = json.loads(line)
-        if apply(record, table):
+        if rule(record, table):
             lines[i] = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
             changed += 1
     path.write_text("".join(lines), encoding="utf-8")

@@ -15,14 +15,14 @@ are left out.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import re
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from matcher.catalog import status_table
 
 GENERATOR = "matcher.catalog.rocm_status"
 GENERATED = Path(__file__).resolve().parents[2] / "patterns" / "sglang" / "generated"
@@ -121,25 +121,9 @@ def records(rows: Sequence[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from matcher.atomic import write_atomic
-
-    ap = argparse.ArgumentParser(prog="python -m matcher.catalog.rocm_status", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", action="store_true", help="read the wheels, write the vocabulary")
-    ap.add_argument("-o", "--out", type=Path, default=OUTPUT)
-    args = ap.parse_args(argv)
-    if args.build:
-        rows = build()
-        VOCAB.write_text("\n".join(["\t".join(COLUMNS), *("\t".join(r) for r in rows)]) + "\n",
-                         encoding="utf-8")
-    lines = VOCAB.read_text(encoding="utf-8").splitlines()[1:]
-    parts = [line.split("\t") for line in lines]
-    rows = [(p[0], p[1], p[2], p[3]) for p in parts]
-    recs = records(rows)
-    write_atomic(args.out, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
-                                   for r in recs))
-    print(f"{len(recs)} records from {len(rows)} statuses", flush=True)
-    return 0
+    return status_table.main(argv, prog="python -m matcher.catalog.rocm_status", doc=__doc__,
+                             vocab=VOCAB, columns=COLUMNS, output=OUTPUT, build=build,
+                             records=lambda rows: records([(r[0], r[1], r[2], r[3]) for r in rows]))
 
 
 if __name__ == "__main__":
