@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 import regex
+from generated_layer import engine_of
 
-from matcher.catalog import ascend, load_catalog, ur_result
+from matcher.catalog import ascend, ur_result
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
@@ -150,14 +151,7 @@ def test_an_operator_error_code_is_left_to_the_curated_record(recs: list[dict[st
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
-    base = tmp_path_factory.mktemp("builtin")
-    (base / "sglang" / "generated").mkdir(parents=True)
-    (base / "sglang" / "generated" / "ascend.jsonl").write_bytes(
-        (GENERATED / "ascend.jsonl").read_bytes())
-    (base / "sglang" / "curated").symlink_to(GENERATED.parent / "curated")
-    catalog = load_catalog(builtin_dir=base, precompiled=False)
-    assert not catalog.issues
-    return Engine(catalog.records, cache=None)
+    return engine_of(tmp_path_factory.mktemp("builtin"), ("ascend.jsonl",))
 
 
 def test_a_pasted_failure_gives_one_event_with_what_to_do(engine: Engine) -> None:

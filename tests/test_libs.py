@@ -10,16 +10,13 @@ from typing import Any
 
 import pytest
 import regex
+from generated_layer import engine_of, scan
 
 from matcher.catalog import abi, cu_result, load_catalog, rocm_status, sonames
 from matcher.catalog import soname_sources as S
 from matcher.catalog.stats import summarize
 from matcher.catalog.version_checks import read_table, templates
 from matcher.engine import Engine
-from matcher.pipeline import Pipeline
-from matcher.redact import Redactor
-from matcher.sinks.events import event_dict
-from matcher.types import Chunk
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "patterns" / "sglang" / "generated"
@@ -32,25 +29,8 @@ FILES = ("sonames.jsonl", "abi.jsonl", "mismatch.jsonl")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     """The curated layer and these generated files, as the built-in catalog holds them (with
     the tables the events' fixes are computed from)."""
-    base = tmp_path_factory.mktemp("builtin")
-    generated = base / "sglang" / "generated"
-    generated.mkdir(parents=True)
-    for name in FILES:
-        (generated / name).write_bytes((GENERATED / name).read_bytes())
-    for name in ("symbols", "sonames.tsv", "torch-companions.tsv"):
-        (generated / name).symlink_to(GENERATED / name)
-    (base / "sglang" / "curated").symlink_to(GENERATED.parent / "curated")
-    catalog = load_catalog(builtin_dir=base, precompiled=False)
-    assert not catalog.issues
-    return Engine(catalog.records, cache=None)
-
-
-def scan(engine: Engine, text: str) -> list[dict[str, Any]]:
-    pipeline = Pipeline(engine, catalog_version="test")
-    data = text.encode()
-    events = pipeline.feed(Chunk(data, "log", len(data))).events
-    events += pipeline.end_of_source("log") + pipeline.finish()
-    return [event_dict(e, Redactor()) for e in sorted(events, key=lambda e: e.offset)]
+    return engine_of(tmp_path_factory.mktemp("builtin"), FILES,
+                     ("symbols", "sonames.tsv", "torch-companions.tsv"))
 
 
 def slugs(engine: Engine) -> dict[str, str]:

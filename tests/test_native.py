@@ -11,19 +11,15 @@ import ctypes
 import glob
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from generated_layer import engine_of, scan
 
 from matcher.catalog import load_catalog, native
 from matcher.catalog.check import frame_text
 from matcher.catalog.native_vocab import Entry, cuda_runtime, read_tsv
 from matcher.catalog.stats import render, summarize
 from matcher.engine import Engine
-from matcher.pipeline import Pipeline
-from matcher.redact import Redactor
-from matcher.sinks.events import event_dict
-from matcher.types import Chunk
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "patterns" / "sglang" / "generated"
@@ -37,22 +33,7 @@ def vocab() -> list[Entry]:
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     """The curated layer and the native records, as the built-in catalog holds them."""
-    base = tmp_path_factory.mktemp("builtin")
-    (base / "sglang" / "generated").mkdir(parents=True)
-    (base / "sglang" / "generated" / "native.jsonl").write_bytes(
-        (GENERATED / "native.jsonl").read_bytes())
-    (base / "sglang" / "curated").symlink_to(GENERATED.parent / "curated")
-    catalog = load_catalog(builtin_dir=base, precompiled=False)
-    assert not catalog.issues
-    return Engine(catalog.records, cache=None)
-
-
-def scan(engine: Engine, text: str) -> list[dict[str, Any]]:
-    pipeline = Pipeline(engine, catalog_version="test")
-    data = text.encode()
-    events = pipeline.feed(Chunk(data, "log", len(data))).events
-    events += pipeline.end_of_source("log") + pipeline.finish()
-    return [event_dict(e, Redactor()) for e in sorted(events, key=lambda e: e.offset)]
+    return engine_of(tmp_path_factory.mktemp("builtin"), ("native.jsonl",))
 
 
 def by_slug(engine: Engine) -> dict[str, str]:
