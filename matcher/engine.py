@@ -258,6 +258,8 @@ class Engine:
             for j, r in enumerate(self.framed):
                 raised_in = r.peek("raised_in")
                 assert raised_in is not None
+                if raised_in.computed:
+                    continue
                 name = raised_in.file_name
                 if name is not None:
                     by_file.setdefault(name, []).append(j)

@@ -118,7 +118,7 @@ def _prints(error_class: str, text: str) -> bool:
 
 
 def _frame(m: re.Match[str], source: str) -> Frame:
-    return Frame(m.group("path").replace("\\", "/"), int(m.group("line")),
+    return Frame((m.group("path") or m.group("cut")).replace("\\", "/"), int(m.group("line")),
                  m.group("function") or "", " ".join(source.split()))
 
 

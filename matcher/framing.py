@@ -35,10 +35,13 @@ _PREFIX = re.compile(
 _RANK = re.compile(r"^[A-Za-z_]*[A-Za-z]\d+$")
 TRACEBACK_START = "Traceback (most recent call last):"
 # A traceback's frame line, `  File "/x/sglang/srt/managers/scheduler.py", line 3, in f`.
-FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>\S+))?')
+# A paste that starts inside a frame line (`…/sglang/srt/layers/linear.py", line 1226, in
+# weight_loader`) still names its path, line and function.
+FRAME_LINE = re.compile(r'^\s*(?:File "(?P<path>[^"]+)|(?P<cut>[^\s"]+)(?=", line \d+, in \S))'
+                        r'", line (?P<line>\d+)(?:, in (?P<function>\S+))?')
 # A frame line as only a Python traceback prints it (faulthandler's dumps have no comma before
 # `in`): it opens a traceback whose first line was cut off.
-_TRACEBACK_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in ')
+_TRACEBACK_FRAME = re.compile(r'^\s*(?:File "[^"]+|[^\s"]+)", line \d+, in ')
 # The carets Python 3.11+ prints under a frame's source line (`^^^^`, `~~~^^^`).
 _CARETS = re.compile(r"^[\s^~]+$")
 _GROUP_START = re.compile(r"^\s*\+ Exception Group Traceback \(most recent call last\):")

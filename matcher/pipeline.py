@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from matcher import release
+from matcher import changed_line, release
 from matcher.aggregate import DEFAULT_RANK_GRACE, DEFAULT_WINDOW, Aggregator
 from matcher.catalog.schema import CatalogRecord
 from matcher.decode import (
@@ -461,7 +461,16 @@ class Pipeline:
         """Events carry the release that wrote them when it is known, and their source link
         points into that release (the newest of a range); a dependency at the wrong version
         gets the `pip install` for that release (`mismatched`)."""
-        return mismatched(self._labelled(events))
+        return mismatched(changed_line.answered(
+            self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known))
+
+    def _known(self, source: str) -> release.Releases | None:
+        """The releases `source`'s log can be from: the setting's, or learned under "auto"."""
+        if self.sglang_version == release.AUTO:
+            return self._tracker.known(source)
+        if self.sglang_version in release.UNNAMED:
+            return None
+        return release.Releases.of((self.sglang_version,))
 
     def _labelled(self, events: list[Event]) -> list[Event]:
         if self.sglang_version in release.UNNAMED:

@@ -55,10 +55,12 @@ class Entry:
 
 
 def group_events(events: Sequence[dict[str, Any]]) -> list[Entry]:
-    """Group emitted event dicts by pattern (or fingerprint), in order of first appearance."""
-    entries: dict[tuple[str, str], Entry] = {}
+    """Group emitted event dicts by pattern (or fingerprint), in order of first appearance; the
+    events of `sglang-changed-line` by the line that raised, each a failure of its own."""
+    entries: dict[tuple[str, str, str], Entry] = {}
     for e in events:
-        key = (e["event"], e.get("pattern_id") or e.get("fingerprint") or "")
+        changed = (e.get("fixed_in") or {}).get("changed_line") or ""
+        key = (e["event"], e.get("pattern_id") or e.get("fingerprint") or "", changed)
         entry = entries.get(key)
         if entry is None:
             entry = entries[key] = Entry(first=e, first_ts=e.get("log_ts"))

@@ -175,17 +175,27 @@ class FixedIn:
     release: str  # the first release without the message
     last: str  # the last release with it (the end of the range that holds the log's release)
     compare_url: str | None = None  # the source's changes between the two, on GitHub
+    line: str | None = None  # set: the source line that raised is what changed, not a message
 
     def solution(self) -> str:
         where = f" (the changes: {self.compare_url})" if self.compare_url else ""
+        if self.line is not None:
+            return (f"Upgrade sglang to {self.release} or later: the line that raised, "
+                    f"`{self.line}`, is not in that file in {self.release} (last in {self.last}): "
+                    f"the code there was changed{where}. Whether the change fixes this failure "
+                    f"is not known until it runs on {self.release}; if it still fails there, "
+                    "report it with this traceback.")
         return (f"Upgrade sglang to {self.release} or later: this message is not in "
                 f"{self.release} (last in {self.last}), the check that prints it was changed or "
                 f"removed there{where}. If it was only reworded, the same condition may still "
                 "fail with other words.")
 
     def as_dict(self) -> dict[str, str | None]:
-        return {"release": self.release, "last_release": self.last,
-                "compare_url": self.compare_url}
+        out = {"release": self.release, "last_release": self.last,
+               "compare_url": self.compare_url}
+        if self.line is not None:
+            out["changed_line"] = self.line
+        return out
 
 
 @dataclass(frozen=True, slots=True)

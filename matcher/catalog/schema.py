@@ -91,6 +91,9 @@ class Guard:
     unfixed: str | None = None
 
 
+COMPUTED = "*"  # a raisedIn source no traceback prints: see `RaisedIn.computed`
+
+
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class RaisedIn:
@@ -113,6 +116,12 @@ class RaisedIn:
         if self.function is not None and function != self.function:
             return False
         return self.source is None or self.source == source
+
+    @property
+    def computed(self) -> bool:
+        """`{"source": "*"}`: no frame is named; the daemon decides at event time which
+        exceptions are this record's (`matcher.changed_line`), and the engine never looks it up."""
+        return self.source == COMPUTED and self.path is None and self.function is None
 
     @property
     def file_name(self) -> str | None:
