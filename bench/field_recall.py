@@ -27,6 +27,10 @@ record, the site that raised it; when the traceback shows sglang's frames, the r
 both splits: a wrong site is wrong wherever it is), the train split's printed, and `tests/test_field_precision.py` fails
 on any.
 
+Each split's misses are also counted by what the root cause became (`miss_kind`): an unknown
+exception (with a frame in sglang's code or not), a record's warning or consequence, or no
+event of it — aggregate figures, which tell what kind of rule would reach them.
+
     python bench/field_recall.py              # the tables per family, then every train miss
     python bench/field_recall.py --json F     # also the train outcomes as JSON
 """
@@ -79,6 +83,7 @@ class Outcome:
     pattern_id: str | None
     root_cause: str
     events: list[str]
+    missed_as: str = ""  # for a miss: what the root cause became (`miss_kind`)
 
 
 def corpus(root: Path = CORPUS, split: str = "train") -> list[Excerpt]:
@@ -224,8 +229,32 @@ def score(excerpts: Iterable[Excerpt], catalog: Catalog,
             pointer_only=bool(solutions) and not fix,
             pattern_id=hit.get("pattern_id") if hit else None, root_cause=ex.root_cause,
             events=[f"{e.get('pattern_id') or 'unknown'}: {(e.get('message') or '')[:100]}"
-                    for e in events]))
+                    for e in events],
+            missed_as="" if hit else miss_kind(events, ex.root_cause)))
     return outcomes
+
+
+def miss_kind(events: list[dict[str, Any]], root_cause: str) -> str:
+    """What a missed root cause became: an unknown exception (with or without a frame in
+    sglang's code), a record's warning or consequence, or nothing — only other events (a
+    traceback's header, another failure), or no event at all."""
+    for e in events:
+        as_cause = {**e, "event": "sglang_error", "role": "cause"}
+        if not is_root_cause(as_cause, root_cause):
+            continue
+        if e.get("event") == "sglang_unknown_error":
+            framed = (e.get("raised_at") or {}).get("path", "").startswith("sglang/")
+            return "unknown exception, sglang frame" if framed else "unknown exception"
+        return "a record's warning or consequence"
+    return "other events only" if events else "no event"
+
+
+def miss_table(outcomes: list[Outcome]) -> str:
+    kinds: dict[str, int] = {}
+    for o in outcomes:
+        if o.missed_as:
+            kinds[o.missed_as] = kinds.get(o.missed_as, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -273,10 +302,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.test_corpus.is_dir() else []
     print(f"train split ({len(outcomes)} excerpts, {len({o.url for o in outcomes})} threads):")
     print(table(outcomes))
+    print(f"missed as: {miss_table(outcomes)}")
     if tested:
         print(f"\ntest split, never read while writing records ({len(tested)} excerpts, "
               f"{len({o.url for o in tested})} threads):")
         print(table(tested))
+        print(f"missed as: {miss_table(tested)}")
     misses = [o for o in outcomes if not o.with_fix]
     if misses:
         print("\ntrain: not recognized, or no fix:")
