@@ -57,6 +57,7 @@ CORPUS = TRAIN_DIR
 from matcher.catalog import Catalog, load_catalog  # noqa: E402
 from matcher.engine import Engine  # noqa: E402
 from matcher.pipeline import Pipeline  # noqa: E402
+from matcher.release import AUTO  # noqa: E402
 from matcher.redact import Redactor  # noqa: E402
 from matcher.sinks.events import event_dict  # noqa: E402
 from matcher.types import Chunk  # noqa: E402
@@ -199,7 +200,7 @@ def _records(catalog: Catalog) -> dict[str, Any]:
 
 def scan(engine: Engine, catalog: Catalog, path: Path) -> list[dict[str, Any]]:
     """The events `sglang-matcher scan --format json PATH` prints, as dicts."""
-    pipeline = Pipeline(engine, catalog_version=catalog.version)
+    pipeline = Pipeline(engine, catalog_version=catalog.version, sglang_version=AUTO)
     data = path.read_bytes()
     events = pipeline.feed(Chunk(data, str(path), len(data))).events
     events += pipeline.end_of_source(str(path)) + pipeline.finish()
