@@ -10,7 +10,8 @@ Each excerpt is text a user pasted into a public sglang issue or PR, unedited bu
 and user names; its `index.json` entry names the thread, the family and the one line a person
 reading it names as the root cause. An excerpt counts as
 
-- **recognized** when an event of a catalog record (not an unknown error, not a consequence)
+- **recognized** when an event of a catalog record (not an unknown error, not a consequence;
+  of any severity: a root cause sglang logs as a warning is recognized by a warning event)
   is that root cause: the event's message is the root-cause line's text (behind whatever
   wrapper the line carries), or — for a line that is a traceback's source line, such as a bare
   `assert x is not None` — the event is the exception that traceback ends in;
@@ -119,7 +120,7 @@ def _norm(text: str) -> str:
 
 def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
     """The event of a record, and its matched exception is the excerpt's root-cause line."""
-    if event.get("event") != "sglang_error" or event.get("role", "cause") != "cause":
+    if event.get("event") not in ("sglang_error", "sglang_warning") or event.get("role", "cause") != "cause":
         return False
     # The message's first line: the root-cause line is one line, a message may go on.
     message = _norm((event.get("message") or "").split("\n", 1)[0])
