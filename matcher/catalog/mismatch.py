@@ -206,12 +206,32 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     assert form.module is not None
     top = form.module.split(".", 1)[0]
     index = index_for(top, directory)
-    if index is None:
+    got = None
+    if index is not None and form.kind == "module":
+        got = _module(index, form.module, sglang_version, directory)
+    elif index is not None:
+        assert form.name is not None
+        got = _symbol(index, form.module, form.name, sglang_version, directory)
+    return got if index is not None else _by_rule(form, sglang_version, traceback)
+
+
+def _by_rule(form: Form, sglang_version: str | None, traceback: str | None) -> Answer | None:
+    """What the pins and the traceback say of a package with no symbol index
+    (`matcher.catalog.unindexed`). A package with one says nothing more when the index cannot
+    place the name: a name every release read defines, or a module that makes names on
+    access, is not a version mismatch that a pin fixes."""
+    from matcher.catalog import pin_table, unindexed
+
+    assert form.module is not None
+    top = form.module.split(".", 1)[0]
+    if form.kind == "module" and form.module == top:
+        return None  # the package itself is missing: the record's own words say what to do
+    table = pin_table.load()
+    if table is None:
         return None
-    if form.kind == "module":
-        return _module(index, form.module, sglang_version, directory)
-    assert form.name is not None
-    return _symbol(index, form.module, form.name, sglang_version, directory)
+    what = f"`{form.module}`" if form.kind == "module" else f"`{form.module}.{form.name}`"
+    releases = releases_in(sglang_version, table.releases)
+    return unindexed.answer(top, what, releases, sglang_version, traceback, table)
 
 
 def _sglang_pins(index: Index, sglang_version: str | None) -> tuple[list[str], dict[str, tuple[str, int]]]:
@@ -237,9 +257,9 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
     if has == 0:
         if is_open:
             return None  # a module that makes names on access: absence proves nothing
-        return Answer(
-            f"No release of {dist} read ({ranges(order, order)}) defines {what}: the code "
-            "importing it was written for another version of it, or for a fork.", (), ())
+        doc = (f"No release of {dist} read ({ranges(order, order)}) defines {what}: the code "
+               "importing it was written for another version of it, or for a fork")
+        return _unread_pin_answer(index, doc, sglang_version) or Answer(doc + ".", (), ())
     have = index.versions_of(has)
     doc = f"{what} is defined in {dist} {ranges(have, order)} (releases read: {ranges(order, order)})"
     if dist == "sglang":
@@ -281,6 +301,21 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
             rel = sorted(pinned_by, key=version_key)
             doc += f"; sglang releases whose pins admit such a {dist}: {ranges(rel, rel)}"
     return Answer(doc + ".", tuple(solutions), tuple(installs))
+
+
+def _unread_pin_answer(index: Index, doc: str, sglang_version: str | None) -> Answer | None:
+    """The running release's exact pin when the (thinned) index read no version it admits: the
+    name may be in that version all the same — sglang's code was written against its own pin."""
+    releases, pins = _sglang_pins(index, sglang_version)
+    specs = sorted({pins[r][0] for r in releases if r in pins})
+    pinned = unread_pin(releases, pins, specs)
+    if pinned is None:
+        return None
+    dist = index.distribution
+    return Answer(f"{doc}; sglang {sglang_version} requires {specs[0]}, a release not read here.",
+                  ((f"Install the {dist} that sglang {sglang_version} pins: "
+                   f"pip install '{dist}=={pinned}' (check with pip show {dist})"),),
+                  (f"{dist}=={pinned}",))
 
 
 def unread_pin(releases: Sequence[str], pins: dict[str, tuple[str, int]],
@@ -573,12 +608,19 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
 EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     # sglang #23535 (sglang-router 0.3.2 on sglang 0.5.10), as pasted there
     # and torch 2.13.0+cpu: `from torch.distributed import gather_into_tensor` (2.14.1's)
+    # and sglang #3626 (train, tests/fixtures/field/sglang-f), a Qwen2.5-VL launch
     "import": (["ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'",
                 ("ImportError: cannot import name 'gather_into_tensor' from 'torch.distributed' "
-                "(/tmp/tvenv/lib/python3.11/site-packages/torch/distributed/__init__.py)")],
+                "(/tmp/tvenv/lib/python3.11/site-packages/torch/distributed/__init__.py)"),
+                ("ImportError: cannot import name 'is_valid_list_of_images' from "
+                 "'transformers.models.mllama.image_processing_mllama' (/home/team/code/sglang/venv"
+                 "/lib/python3.10/site-packages/transformers/models/mllama/"
+                 "image_processing_mllama.py)")],
                []),
-    # torch 2.13.0+cpu from PyPI: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0)
-    "attribute": (["AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"],
+    # torch 2.13.0+cpu from PyPI: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0);
+    # sglang #22279 (train, tests/fixtures/field/sglang-f): the aiter of the v0.5.10 ROCm images
+    "attribute": (["AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'",
+                   "AttributeError: module 'aiter' has no attribute 'dtypes'"],
                   []),
     # torch 2.13.0+cpu: `init_process_group('gloo', enable_reconfigure=True)` (2.14.1's)
     "keyword": ([("TypeError: init_process_group() got an unexpected keyword argument "
