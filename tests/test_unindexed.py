@@ -144,3 +144,22 @@ def test_the_pin_table_renders_what_it_parses() -> None:
     per_release = {r: {d: pins[r] for d, pins in table.pins.items() if r in pins}
                    for r in table.releases}
     assert pin_table.render(per_release) == text
+
+
+def test_a_name_no_read_version_has_gets_the_unread_pin_of_the_running_releases() -> None:
+    # The rule's arithmetic on the thinned sgl-kernel index (the name `X` is no log's): sglang
+    # 0.4.4..0.4.6 pin sgl-kernel versions the index did not read, so "no release read defines
+    # it" proves nothing against them — each release's exact pin is the fix.
+    line = "ImportError: cannot import name 'X' from 'sgl_kernel'"
+    one = mismatch.remedy(line, "0.4.4")
+    assert one is not None and one.installs == ("sgl-kernel==0.0.5",)
+    assert "sglang 0.4.4 requires sgl-kernel==0.0.5, a release not read here" in \
+        one.documentation
+    several = mismatch.remedy(line, "0.4.4..0.4.6")
+    assert several is not None and several.installs == ()
+    [solution] = several.solutions
+    assert "sglang 0.4.4..0.4.4.post1: pip install 'sgl-kernel==0.0.5'" in solution
+    assert "sglang 0.4.5.post2..0.4.6: pip install 'sgl-kernel==0.0.9.post2'" in solution
+    # no release named: nothing to pin
+    unknown = mismatch.remedy(line, None)
+    assert unknown is not None and unknown.solutions == ()

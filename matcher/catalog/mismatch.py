@@ -257,9 +257,10 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
     if has == 0:
         if is_open:
             return None  # a module that makes names on access: absence proves nothing
-        doc = (f"No release of {dist} read ({ranges(order, order)}) defines {what}: the code "
-               "importing it was written for another version of it, or for a fork")
-        return _unread_pin_answer(index, doc, sglang_version) or Answer(doc + ".", (), ())
+        doc = f"No release of {dist} read ({ranges(order, order)}) defines {what}"
+        return _unread_pin_answer(index, doc, sglang_version) or Answer(
+            doc + ": the code importing it was written for another version of it, or for a "
+            "fork.", (), ())
     have = index.versions_of(has)
     doc = f"{what} is defined in {dist} {ranges(have, order)} (releases read: {ranges(order, order)})"
     if dist == "sglang":
@@ -304,18 +305,37 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
 
 
 def _unread_pin_answer(index: Index, doc: str, sglang_version: str | None) -> Answer | None:
-    """The running release's exact pin when the (thinned) index read no version it admits: the
-    name may be in that version all the same — sglang's code was written against its own pin."""
+    """The running releases' exact pins when the (thinned) index read no version they admit:
+    the name may be in those versions all the same — sglang's code was written against its own
+    pin. One release (or one pin): that pin; several, each release's (one for all would be
+    wrong for some)."""
+    from matcher.catalog.pins import exact
+
     releases, pins = _sglang_pins(index, sglang_version)
-    specs = sorted({pins[r][0] for r in releases if r in pins})
-    pinned = unread_pin(releases, pins, specs)
-    if pinned is None:
-        return None
+    if not releases or any(pins[r][1] for r in releases if r in pins):
+        return None  # no release named, or the index read a version one admits: it knows
+    by_pin: dict[str, list[str]] = {}
+    for r in releases:
+        version = exact(re.sub(r"^[A-Za-z0-9_.-]+", "", pins[r][0])) if r in pins else None
+        if version is None:
+            return None
+        by_pin.setdefault(version, []).append(r)
     dist = index.distribution
-    return Answer(f"{doc}; sglang {sglang_version} requires {specs[0]}, a release not read here.",
-                  ((f"Install the {dist} that sglang {sglang_version} pins: "
-                   f"pip install '{dist}=={pinned}' (check with pip show {dist})"),),
-                  (f"{dist}=={pinned}",))
+    if len(by_pin) == 1:
+        [pinned] = by_pin
+        return Answer(f"{doc}; sglang {sglang_version} requires {dist}=={pinned}, a release not "
+                      "read here.",
+                      ((f"Install the {dist} that sglang {sglang_version} pins: "
+                        f"pip install '{dist}=={pinned}' (check with pip show {dist})"),),
+                      (f"{dist}=={pinned}",))
+    if len(by_pin) > 8:
+        return None
+    order = sorted(pins, key=version_key)
+    listed = "; ".join(f"sglang {ranges(rs, order)}: pip install '{dist}=={v}'"
+                       for v, rs in by_pin.items())
+    return Answer(f"{doc}; each of sglang {sglang_version} pins a {dist} not read here.",
+                  (f"Install the {dist} your sglang release pins (pip show sglang): {listed}",),
+                  ())
 
 
 def unread_pin(releases: Sequence[str], pins: dict[str, tuple[str, int]],
