@@ -163,3 +163,21 @@ def test_a_name_no_read_version_has_gets_the_unread_pin_of_the_running_releases(
     # no release named: nothing to pin
     unknown = mismatch.remedy(line, None)
     assert unknown is not None and unknown.solutions == ()
+
+
+def test_an_import_from_no_file_is_a_shadowing_folder_not_a_version() -> None:
+    # https://github.com/sgl-project/sglang/issues/14398 (train, tests/fixtures/field/sglang-a):
+    # sglang 0.5.6's ROCm image; every release since 0.4.4.post2 defines ServerArgs, so a pin
+    # (`sglang>=0.4.4.post2`, which 0.5.6 already meets) would be no fix
+    line = "ImportError: cannot import name 'ServerArgs' from 'sglang' (unknown location)"
+    answer = mismatch.remedy(line, "0.5.6")
+    assert answer is not None and answer.installs == ()
+    assert "directory named `sglang` without an `__init__.py`" in answer.documentation
+    assert "print(sglang.__path__)" in answer.solutions[0]
+    assert not any("sglang>=" in s for s in answer.solutions)
+    # https://github.com/vllm-project/vllm/issues/618 (train): a source tree named `vllm`
+    # shadowing the install — every vllm defines LLM, so no version is to blame
+    shadowed = mismatch.remedy("ImportError: cannot import name 'LLM' from 'vllm' "
+                               "(unknown location)", None)
+    assert shadowed is not None and shadowed.installs == ()
+    assert "print(vllm.__path__)" in shadowed.solutions[0]

@@ -196,6 +196,8 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     form = parse(message)
     if form is None:
         return None
+    if form.kind == "import" and _NAMESPACE.search(message):
+        return _namespace(form)
     inferred = sglang_version is None
     if sglang_version is None:
         sglang_version = importer_releases(traceback, form, directory)
@@ -213,6 +215,28 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
         assert form.name is not None
         got = _symbol(index, form.module, form.name, sglang_version, directory)
     return got if index is not None else _by_rule(form, sglang_version, traceback)
+
+
+# `cannot import name 'X' from 'P' (unknown location)`: P has no file — a namespace package
+_NAMESPACE = re.compile(r"from '[\w.]+' \(unknown location\)")
+
+
+def _namespace(form: Form) -> Answer:
+    """P imported from no file: Python took a directory named P without an `__init__.py` for
+    it — one ahead of the installed package on the path (the directory a checkout is run from),
+    or what a partial uninstall left. No release lacks X: a version is not the fix."""
+    assert form.module is not None
+    top = form.module.split(".", 1)[0]
+    dist = next(iter(DISTRIBUTION_OF_MODULE.get(top, ())), top.replace("_", "-"))
+    return Answer(
+        f"`{form.module}` was imported from no file (`unknown location`): Python found a "
+        f"directory named `{top}` without an `__init__.py` ahead of an installed {dist}, or "
+        f"what an interrupted install or uninstall of {dist} left — not a version mismatch.",
+        ((f"See which directory is imported: python -c 'import {top}; print({top}.__path__)'; "
+         "if it is not the installed package (a source checkout or a folder in the working "
+         "directory), run from another directory or rename that folder"),
+         (f"If it is the installed one, reinstall it: pip install --force-reinstall --no-deps "
+         f"'{dist}==<the version you run>'")), ())
 
 
 def _by_rule(form: Form, sglang_version: str | None, traceback: str | None) -> Answer | None:
