@@ -181,3 +181,18 @@ def test_an_import_from_no_file_is_a_shadowing_folder_not_a_version() -> None:
                                "(unknown location)", None)
     assert shadowed is not None and shadowed.installs == ()
     assert "print(vllm.__path__)" in shadowed.solutions[0]
+
+
+def test_a_projects_import_of_an_sglang_name_no_release_has_points_at_its_pins() -> None:
+    # FastChat's real frames (fastchat-3703), the name `X` no log's: no sglang release read
+    # defines it, and the code asking is FastChat's — its own pins of sglang decide
+    text, _ = _excerpt("fastchat-3703-sglang-is-multimodal-model.log")
+    line = "ImportError: cannot import name 'X' from 'sglang.srt.utils'"
+    answer = mismatch.remedy(line, None, traceback=text.replace("is_multimodal_model", "X"))
+    assert answer is not None and answer.installs == ()
+    assert answer.documentation.startswith("No release of sglang read")
+    [solution] = answer.solutions
+    assert "install the sglang its project pins" in solution
+    # no frame shown: whose code asked is not known, nothing more is said
+    assert mismatch.remedy(line, None).solutions == ()
+    assert unindexed.innermost(text) == "" and unindexed.innermost(None) is None

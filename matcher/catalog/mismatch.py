@@ -214,7 +214,26 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     elif index is not None:
         assert form.name is not None
         got = _symbol(index, form.module, form.name, sglang_version, directory)
-    return got if index is not None else _by_rule(form, sglang_version, traceback)
+    if index is None:
+        return _by_rule(form, sglang_version, traceback)
+    if top == "sglang" and got is not None and not got.solutions:
+        return _no_sglang_has_it(got, traceback)
+    return got
+
+
+def _no_sglang_has_it(got: Answer, traceback: str | None) -> Answer:
+    """sglang's name that no release read defines: whose code asked for it says what to do —
+    another project's, written for an sglang that no release has (a development build, a
+    fork); sglang's own, the files of two builds mixed. No frame shown: nothing more."""
+    from matcher.catalog.unindexed import innermost
+
+    who = innermost(traceback)
+    if who is None or who == "sglang":
+        return got
+    return Answer(got.documentation, (
+        ("The calling code was written for an sglang that no release has (a development build "
+        "or a fork): install the sglang its project pins (its requirements or install script), "
+        "or a version of the project written for the sglang you run"),), ())
 
 
 # `cannot import name 'X' from 'P' (unknown location)`: P has no file — a namespace package

@@ -62,6 +62,13 @@ def frame_package(path: str) -> str:
     return ""
 
 
+def innermost(traceback: str | None) -> str | None:
+    """The package of the traceback's innermost frame (`` for a script or project); None
+    when the log shows no frame."""
+    frames = [m["path"] for m in _FRAME.finditer(traceback or "")]
+    return frame_package(frames[-1]) if frames else None
+
+
 def importer(traceback: str | None, top: str) -> str | None:
     """Whose code asked for P: the innermost frame not in P itself (`sglang`, another
     package's name, or `` for a script or project); None when the log shows no frame."""
