@@ -17,6 +17,10 @@ shipped beside the catalog (`patterns/sglang/generated/symbols/<dist>.txt.gz`, m
 release pins, hence `pip install 'P==v'` — or, for sglang's own API used by another project
 (`from sglang.utils import launch_server_cmd`), the sglang releases that have it.
 
+A package with no index gets its fix by rule (`matcher.catalog.unindexed`, from every release's
+pins in `sglang-pins.tsv` and the traceback's frames); `from 'P' (unknown location)` is a folder
+shadowing P, not a version.
+
 Nothing is read at start: an index is opened the first time an event needs it (a few are kept).
 Pure but for reading the index files.
 """
