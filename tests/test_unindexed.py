@@ -196,3 +196,39 @@ def test_a_projects_import_of_an_sglang_name_no_release_has_points_at_its_pins()
     # no frame shown: whose code asked is not known, nothing more is said
     assert mismatch.remedy(line, None).solutions == ()
     assert unindexed.innermost(text) == "" and unindexed.innermost(None) is None
+
+
+def test_transformers_lazy_import_wrapper_is_an_import_of_its_inner_message() -> None:
+    # https://github.com/luca-medeiros/lang-segment-anything/issues/67 (train), as pasted
+    message = ("RuntimeError: Failed to import transformers.generation.utils because of the "
+               "following error (look up to see its traceback):\ncannot import name "
+               "'split_torch_state_dict_into_shards' from 'huggingface_hub' (/usr/local/lib/"
+               "python3.10/dist-packages/huggingface_hub/__init__.py)")
+    assert mismatch.lazy_wrapped(message)
+    assert mismatch.parse(message) == mismatch.Form(
+        "import", "huggingface_hub", "split_torch_state_dict_into_shards")
+    # sglang requires huggingface-hub unbounded: no version to give
+    assert mismatch.remedy(message, None) is None
+    from matcher.pipeline import _mismatch_shaped
+
+    assert _mismatch_shaped("RuntimeError", message)
+    assert not _mismatch_shaped("RuntimeError", "RuntimeError: NCCL error")
+
+
+def test_transformers_lazy_import_wrapper_is_recognized(tmp_path: Path) -> None:
+    # the same paste (lang-segment-anything #67, train), as a log's two lines
+    from matcher.catalog import load_catalog
+    from matcher.scan import scan_events
+
+    log = tmp_path / "lazy.log"
+    log.write_text(
+        "RuntimeError: Failed to import transformers.generation.utils because of the following "
+        "error (look up to see its traceback):\ncannot import name "
+        "'split_torch_state_dict_into_shards' from 'huggingface_hub' (/usr/local/lib/python3.10/"
+        "dist-packages/huggingface_hub/__init__.py)\n", encoding="utf-8")
+    catalog = load_catalog(builtin=False, user_paths=[
+        GENERATED / "mismatch.jsonl", ROOT / "patterns" / "sglang" / "curated"])
+    [event] = [e for e in scan_events([str(log)], catalog).events
+               if e.get("error_class") == "RuntimeError"]
+    lazy = next(r for r in catalog.records if r.tags and r.tags[-1] == "lazy")
+    assert event["pattern_id"] == lazy.id

@@ -61,10 +61,23 @@ class Form:
     callee: str | None = None
 
 
+# transformers' lazy importer re-raises an import's failure as a RuntimeError whose message is
+# this line, then the import's own message on the next
+_LAZY_IMPORT = re.compile(r"^Failed to import [\w.]+ because of the following error "
+                          r"\(look up to see its traceback\):\s*")
+
+
+def lazy_wrapped(message: str) -> bool:
+    """A RuntimeError of transformers' lazy importer around an import's message."""
+    return _LAZY_IMPORT.search(re.sub(r"^\s*[\w.]+:\s*", "", message)) is not None
+
+
 def parse(message: str) -> Form | None:
-    """The form a message has (searched at its start, after `Class: ` if it is there)."""
+    """The form a message has (searched at its start, after `Class: ` if it is there, and
+    after transformers' `Failed to import … because of the following error …:`)."""
     text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
     text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
+    text = _LAZY_IMPORT.sub("", text)
     for kind, rx in _FORMS:
         m = rx.match(text)
         if m is not None:
@@ -605,6 +618,8 @@ _DOC = {
                "the callee does not take.",
     "name": "A name sglang binds through a guarded import (`try: from P import X as N`) was "
             "never bound: the import failed quietly at start.",
+    "lazy": "transformers' lazy importer could not import one of its modules because an import "
+            "inside it failed: a name the installed version of a package does not define.",
     "circular": "Python found the package half-imported: a module imported it while the "
                 "package itself was still being imported. Not a version mismatch — almost "
                 "always a file of the package's name (a script `sglang.py`, a directory "
@@ -627,6 +642,9 @@ _PATTERNS = {
     "name": r"^\s*name '(?P<name>sgl_\w+|\w+_kernel\w*)' is not defined",
     "circular": r"^\s*cannot import name '(?P<name>[\w.]+)' from partially initialized module "
                 r"'(?P<module>[\w.]+)'",
+    "lazy": r"^\s*Failed to import (?P<importer>[\w.]+) because of the following error \(look up "
+            r"to see its traceback\):\s*cannot import name '(?P<name>[\w.]+)' from "
+            r"'(?P<module>[\w.]+)'",
 }
 _TEMPLATE = {
     "import": "cannot import name '{name}' from '{module}'",
@@ -635,9 +653,14 @@ _TEMPLATE = {
     "name": "name '{name}' is not defined",
     "circular": "cannot import name '{name}' from partially initialized module '{module}' "
                 "(most likely due to a circular import)",
+    "lazy": "Failed to import {importer} because of the following error (look up to see its "
+            "traceback):\ncannot import name '{name}' from '{module}'",
 }
 _CLASS = {"import": "ImportError", "attribute": "AttributeError", "keyword": "TypeError",
-          "name": "NameError", "circular": "ImportError"}
+          "name": "NameError", "circular": "ImportError", "lazy": "RuntimeError"}
+# who makes each form's message: Python's import machinery, or transformers' lazy importer
+# (`_LazyModule._get_module`'s re-raise, in the transformers releases the index reads)
+_SOURCE = {"lazy": ("transformers", ["4.48.3..5.25.0"])}
 
 
 def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
@@ -647,7 +670,7 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
     import hashlib
 
     out = []
-    for kind in ("import", "attribute", "keyword", "name", "circular"):
+    for kind in ("import", "attribute", "keyword", "name", "circular", "lazy"):
         slug = f"dependency-version-mismatch-{kind}"
         rid = hashlib.sha256(f"sglang-matcher/generated/{GENERATOR}\n{kind}".encode()
                              ).hexdigest()[:16]
@@ -663,8 +686,10 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
                                            "index."),
             "solutions": _SOLUTIONS.get(kind, []),
             "tags": ["dependency", "version-mismatch", kind],
-            # the message is Python's own (its import system, its call machinery)
-            "sourcePackage": "cpython", "sourceVersions": ["3.10..3.13"], "generator": GENERATOR,
+            # the message is Python's own (its import system, its call machinery), or the
+            # lazy importer's of transformers
+            "sourcePackage": _SOURCE.get(kind, ("cpython", []))[0],
+            "sourceVersions": _SOURCE.get(kind, ("", ["3.10..3.13"]))[1], "generator": GENERATOR,
             "schemaVersion": 2,
             "examples": {"match": match, "noMatch": no_match},
         })
@@ -693,6 +718,12 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "keyword": ([("TypeError: init_process_group() got an unexpected keyword argument "
                  "'enable_reconfigure'")], []),
     "name": ([], []),
+    # https://github.com/luca-medeiros/lang-segment-anything/issues/67 (train), as pasted:
+    # transformers' lazy import of its generation utils, huggingface_hub too old for it
+    "lazy": ([("RuntimeError: Failed to import transformers.generation.utils because of the "
+               "following error (look up to see its traceback):\ncannot import name "
+               "'split_torch_state_dict_into_shards' from 'huggingface_hub' (/usr/local/lib/"
+               "python3.10/dist-packages/huggingface_hub/__init__.py)")], []),
     # sglang #384 (train): a user's script importing sglang under a shadowing name
     "circular": ([("ImportError: cannot import name 'function' from partially initialized module "
                   "'sglang' (most likely due to a circular import)")], []),
