@@ -232,3 +232,13 @@ def test_transformers_lazy_import_wrapper_is_recognized(tmp_path: Path) -> None:
                if e.get("error_class") == "RuntimeError"]
     lazy = next(r for r in catalog.records if r.tags and r.tags[-1] == "lazy")
     assert event["pattern_id"] == lazy.id
+
+
+def test_an_unpinned_module_is_no_companion_unless_sglang_or_an_install_shows_it() -> None:
+    # sglang #5494 (train): the line alone, aiter's file under site-packages — an installed aiter
+    _, line = _excerpt("5494-aiter-ck-moe-2stages-win4-xinference.log")
+    answer = mismatch.remedy(line.split("] ", 1)[1], None)
+    assert answer is not None and "AITER_COMMIT" in answer.solutions[0]
+    # the same name from a path outside site-packages, no frame: maybe a script's own module
+    local = "ImportError: cannot import name 'ck_moe_2stages_win4' from 'aiter.fused_moe_bf16_asm'"
+    assert mismatch.remedy(local + " (/usr/local/aiter/aiter/fused_moe_bf16_asm.py)", None) is None

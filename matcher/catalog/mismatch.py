@@ -232,7 +232,7 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
         assert form.name is not None
         got = _symbol(index, form.module, form.name, sglang_version, directory)
     if index is None:
-        return _by_rule(form, sglang_version, traceback)
+        return _by_rule(form, sglang_version, traceback, message)
     if top == "sglang" and got is not None and not got.solutions:
         return _no_sglang_has_it(got, traceback)
     return got
@@ -275,7 +275,8 @@ def _namespace(form: Form) -> Answer:
          f"'{dist}==<the version you run>'")), ())
 
 
-def _by_rule(form: Form, sglang_version: str | None, traceback: str | None) -> Answer | None:
+def _by_rule(form: Form, sglang_version: str | None, traceback: str | None,
+             message: str) -> Answer | None:
     """What the pins and the traceback say of a package with no symbol index
     (`matcher.catalog.unindexed`). A package with one says nothing more when the index cannot
     place the name: a name every release read defines, or a module that makes names on
@@ -291,7 +292,9 @@ def _by_rule(form: Form, sglang_version: str | None, traceback: str | None) -> A
         return None
     what = f"`{form.module}`" if form.kind == "module" else f"`{form.module}.{form.name}`"
     releases = releases_in(sglang_version, table.releases)
-    return unindexed.answer(top, what, releases, sglang_version, traceback, table)
+    installed = re.search(r"[/\\](?:site|dist)-packages[/\\]", message) is not None
+    return unindexed.answer(top, what, releases, sglang_version, traceback, table,
+                            installed=installed)
 
 
 def _sglang_pins(index: Index, sglang_version: str | None) -> tuple[list[str], dict[str, tuple[str, int]]]:

@@ -9,9 +9,10 @@ the import (the traceback's frames). From those:
 - **pinned**: sglang requires P and sglang's code (or code the log does not show) imported it:
   the installed P is not the one the release pins. With the release known and its pin exact,
   `pip install 'P==v'`; with it unknown, each release's pin.
-- **unpinned**: sglang's code imported P but no sglang release requires it (aiter, deep_gemm,
-  flash-attn …: built from source or installed by sglang's Docker images): the installed build
-  is another than the one the release was written against — install the build its image uses.
+- **unpinned**: sglang's code imported P (its frame shows it, or the message shows an installed
+  P) but no sglang release requires it (aiter, deep_gemm, flash-attn …: built from source or
+  installed by sglang's Docker images): the installed build is another than the one the release
+  was written against — install the build its image uses.
 
 Another package's or a project's code importing P gets no answer here: what that code wants of
 P is in its own requirements, which the matcher does not have. Pure but for reading the table.
@@ -82,9 +83,11 @@ def importer(traceback: str | None, top: str) -> str | None:
 
 
 def answer(top: str, what: str, releases: Sequence[str], label: str | None,
-           traceback: str | None, table: PinTable | None) -> Answer | None:
+           traceback: str | None, table: PinTable | None, *, installed: bool = False
+           ) -> Answer | None:
     """`what`: the missing thing as the message names it (`` `aiter.dtypes` ``); `releases`:
-    the sglang releases the log names (`label`, as it says them)."""
+    the sglang releases the log names (`label`, as it says them); `installed`: the message
+    shows P's file under site-packages (an installed distribution, not a local module)."""
     if top == "sglang" or table is None:
         return None
     who = importer(traceback, top)
@@ -93,7 +96,9 @@ def answer(top: str, what: str, releases: Sequence[str], label: str | None,
     dists = distributions(top, table)
     pinned = next((d for d in dists if d in table.pins), None)
     if pinned is None:
-        return _unpinned(top, what, label)
+        # a package no wheel requires is called a companion only when sglang's frame asked for
+        # it, or the message shows an installed one: else it may be a script's own module
+        return _unpinned(top, what, label) if who == "sglang" or installed else None
     return _pinned(pinned, what, releases, label, table)
 
 
