@@ -80,17 +80,27 @@ class EngineStats:
     note: str = ""  # why the precompiled catalog was not used, when it could have been
 
 
+# The generator of the records whose message is made by whichever frame ran an import or a
+# lookup — Python's import machinery, or transformers' lazy importer wrapping it: no site.
+IMPORT_MESSAGES = "matcher.catalog.mismatch"
+
+
 def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Match]]) -> None:
     """A generated record is a site of sglang's source: matched by its message on a traceback
     whose exception passed through sglang's frames, it must be where the traceback says the
     message was made (`frames.message_sites`), at some release that has the record. Else the
     message is a look-alike — the interpreter's own `'X' object has no attribute 'y'`, or
     the same words raised elsewhere — and the event would name a site the log contradicts:
-    the match is dropped, and another record (or none) speaks for the exception."""
+    the match is dropped, and another record (or none) speaks for the exception. A message of
+    an import or a lookup (`cannot import name …`, `module 'P' has no attribute …`, the records
+    of `matcher.catalog.mismatch`) is made at whichever frame ran it: it has no site to
+    contradict."""
     sites: dict[tuple[str, str], tuple[str, ...]] | None = None
     for i, (_, m) in list(best.items()):
         rec = m.pattern
         if m.on_header or rec.peek("layer") != "generated" or rec.peek("raised_in") is not None:
+            continue
+        if rec.peek("generator") == IMPORT_MESSAGES:
             continue
         if sites is None:
             sites = {(exc.error_class, exc.message): message_sites(f) for exc, f in

@@ -570,12 +570,13 @@ def mismatched(events: list[Event]) -> list[Event]:
 
 def _mismatch_shaped(error_class: str, message: str) -> bool:
     """An exception of a mismatch's classes, or a message of a shape `matcher.catalog.abi`
-    answers whatever prints it (an undefined symbol, a package's own version check)."""
+    answers whatever prints it (an undefined symbol, a package's own version check), or
+    transformers' lazy importer's RuntimeError around an import's message."""
     if error_class.rsplit(".", 1)[-1] in _MISMATCH_CLASSES:
         return True
-    from matcher.catalog import abi
+    from matcher.catalog import abi, mismatch
 
-    return abi.computes(message)
+    return abi.computes(message) or mismatch.lazy_wrapped(message)
 
 
 @functools.lru_cache(maxsize=256)

@@ -17,6 +17,10 @@ shipped beside the catalog (`patterns/sglang/generated/symbols/<dist>.txt.gz`, m
 release pins, hence `pip install 'P==v'` — or, for sglang's own API used by another project
 (`from sglang.utils import launch_server_cmd`), the sglang releases that have it.
 
+A package with no index gets its fix by rule (`matcher.catalog.unindexed`, from every release's
+pins in `sglang-pins.tsv` and the traceback's frames); `from 'P' (unknown location)` is a folder
+shadowing P, not a version.
+
 Nothing is read at start: an index is opened the first time an event needs it (a few are kept).
 Pure but for reading the index files.
 """
@@ -57,10 +61,23 @@ class Form:
     callee: str | None = None
 
 
+# transformers' lazy importer re-raises an import's failure as a RuntimeError whose message is
+# this line, then the import's own message on the next
+_LAZY_IMPORT = re.compile(r"^Failed to import [\w.]+ because of the following error "
+                          r"\(look up to see its traceback\):\s*")
+
+
+def lazy_wrapped(message: str) -> bool:
+    """A RuntimeError of transformers' lazy importer around an import's message."""
+    return _LAZY_IMPORT.search(re.sub(r"^\s*[\w.]+:\s*", "", message)) is not None
+
+
 def parse(message: str) -> Form | None:
-    """The form a message has (searched at its start, after `Class: ` if it is there)."""
+    """The form a message has (searched at its start, after `Class: ` if it is there, and
+    after transformers' `Failed to import … because of the following error …:`)."""
     text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
     text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
+    text = _LAZY_IMPORT.sub("", text)
     for kind, rx in _FORMS:
         m = rx.match(text)
         if m is not None:
@@ -196,6 +213,8 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     form = parse(message)
     if form is None:
         return None
+    if form.kind == "import" and _NAMESPACE.search(message):
+        return _namespace(form)
     inferred = sglang_version is None
     if sglang_version is None:
         sglang_version = importer_releases(traceback, form, directory)
@@ -206,12 +225,76 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     assert form.module is not None
     top = form.module.split(".", 1)[0]
     index = index_for(top, directory)
+    got = None
+    if index is not None and form.kind == "module":
+        got = _module(index, form.module, sglang_version, directory)
+    elif index is not None:
+        assert form.name is not None
+        got = _symbol(index, form.module, form.name, sglang_version, directory)
     if index is None:
+        return _by_rule(form, sglang_version, traceback, message)
+    if top == "sglang" and got is not None and not got.solutions:
+        return _no_sglang_has_it(got, traceback)
+    return got
+
+
+def _no_sglang_has_it(got: Answer, traceback: str | None) -> Answer:
+    """sglang's name that no release read defines: whose code asked for it says what to do —
+    another project's, written for an sglang that no release has (a development build, a
+    fork); sglang's own, the files of two builds mixed. No frame shown: nothing more."""
+    from matcher.catalog.unindexed import innermost
+
+    who = innermost(traceback)
+    if who is None or who == "sglang":
+        return got
+    return Answer(got.documentation, (
+        ("The calling code was written for an sglang that no release has (a development build "
+        "or a fork): install the sglang its project pins (its requirements or install script), "
+        "or a version of the project written for the sglang you run"),), ())
+
+
+# `cannot import name 'X' from 'P' (unknown location)`: P has no file — a namespace package
+_NAMESPACE = re.compile(r"from '[\w.]+' \(unknown location\)")
+
+
+def _namespace(form: Form) -> Answer:
+    """P imported from no file: Python took a directory named P without an `__init__.py` for
+    it — one ahead of the installed package on the path (the directory a checkout is run from),
+    or what a partial uninstall left. No release lacks X: a version is not the fix."""
+    assert form.module is not None
+    top = form.module.split(".", 1)[0]
+    dist = next(iter(DISTRIBUTION_OF_MODULE.get(top, ())), top.replace("_", "-"))
+    return Answer(
+        f"`{form.module}` was imported from no file (`unknown location`): Python found a "
+        f"directory named `{top}` without an `__init__.py` ahead of an installed {dist}, or "
+        f"what an interrupted install or uninstall of {dist} left — not a version mismatch.",
+        ((f"See which directory is imported: python -c 'import {top}; print({top}.__path__)'; "
+         "if it is not the installed package (a source checkout or a folder in the working "
+         "directory), run from another directory or rename that folder"),
+         (f"If it is the installed one, reinstall it: pip install --force-reinstall --no-deps "
+         f"'{dist}==<the version you run>'")), ())
+
+
+def _by_rule(form: Form, sglang_version: str | None, traceback: str | None,
+             message: str) -> Answer | None:
+    """What the pins and the traceback say of a package with no symbol index
+    (`matcher.catalog.unindexed`). A package with one says nothing more when the index cannot
+    place the name: a name every release read defines, or a module that makes names on
+    access, is not a version mismatch that a pin fixes."""
+    from matcher.catalog import pin_table, unindexed
+
+    assert form.module is not None
+    top = form.module.split(".", 1)[0]
+    if form.kind == "module" and form.module == top:
+        return None  # the package itself is missing: the record's own words say what to do
+    table = pin_table.load()
+    if table is None:
         return None
-    if form.kind == "module":
-        return _module(index, form.module, sglang_version, directory)
-    assert form.name is not None
-    return _symbol(index, form.module, form.name, sglang_version, directory)
+    what = f"`{form.module}`" if form.kind == "module" else f"`{form.module}.{form.name}`"
+    releases = releases_in(sglang_version, table.releases)
+    installed = re.search(r"[/\\](?:site|dist)-packages[/\\]", message) is not None
+    return unindexed.answer(top, what, releases, sglang_version, traceback, table,
+                            installed=installed)
 
 
 def _sglang_pins(index: Index, sglang_version: str | None) -> tuple[list[str], dict[str, tuple[str, int]]]:
@@ -237,9 +320,10 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
     if has == 0:
         if is_open:
             return None  # a module that makes names on access: absence proves nothing
-        return Answer(
-            f"No release of {dist} read ({ranges(order, order)}) defines {what}: the code "
-            "importing it was written for another version of it, or for a fork.", (), ())
+        doc = f"No release of {dist} read ({ranges(order, order)}) defines {what}"
+        return _unread_pin_answer(index, doc, sglang_version) or Answer(
+            doc + ": the code importing it was written for another version of it, or for a "
+            "fork.", (), ())
     have = index.versions_of(has)
     doc = f"{what} is defined in {dist} {ranges(have, order)} (releases read: {ranges(order, order)})"
     if dist == "sglang":
@@ -281,6 +365,40 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
             rel = sorted(pinned_by, key=version_key)
             doc += f"; sglang releases whose pins admit such a {dist}: {ranges(rel, rel)}"
     return Answer(doc + ".", tuple(solutions), tuple(installs))
+
+
+def _unread_pin_answer(index: Index, doc: str, sglang_version: str | None) -> Answer | None:
+    """The running releases' exact pins when the (thinned) index read no version they admit:
+    the name may be in those versions all the same — sglang's code was written against its own
+    pin. One release (or one pin): that pin; several, each release's (one for all would be
+    wrong for some)."""
+    from matcher.catalog.pins import exact
+
+    releases, pins = _sglang_pins(index, sglang_version)
+    if not releases or any(pins[r][1] for r in releases if r in pins):
+        return None  # no release named, or the index read a version one admits: it knows
+    by_pin: dict[str, list[str]] = {}
+    for r in releases:
+        version = exact(re.sub(r"^[A-Za-z0-9_.-]+", "", pins[r][0])) if r in pins else None
+        if version is None:
+            return None
+        by_pin.setdefault(version, []).append(r)
+    dist = index.distribution
+    if len(by_pin) == 1:
+        [pinned] = by_pin
+        return Answer(f"{doc}; sglang {sglang_version} requires {dist}=={pinned}, a release not "
+                      "read here.",
+                      ((f"Install the {dist} that sglang {sglang_version} pins: "
+                        f"pip install '{dist}=={pinned}' (check with pip show {dist})"),),
+                      (f"{dist}=={pinned}",))
+    if len(by_pin) > 8:
+        return None
+    order = sorted(pins, key=version_key)
+    listed = "; ".join(f"sglang {ranges(rs, order)}: pip install '{dist}=={v}'"
+                       for v, rs in by_pin.items())
+    return Answer(f"{doc}; each of sglang {sglang_version} pins a {dist} not read here.",
+                  (f"Install the {dist} your sglang release pins (pip show sglang): {listed}",),
+                  ())
 
 
 def unread_pin(releases: Sequence[str], pins: dict[str, tuple[str, int]],
@@ -503,6 +621,8 @@ _DOC = {
                "the callee does not take.",
     "name": "A name sglang binds through a guarded import (`try: from P import X as N`) was "
             "never bound: the import failed quietly at start.",
+    "lazy": "transformers' lazy importer could not import one of its modules because an import "
+            "inside it failed: a name the installed version of a package does not define.",
     "circular": "Python found the package half-imported: a module imported it while the "
                 "package itself was still being imported. Not a version mismatch — almost "
                 "always a file of the package's name (a script `sglang.py`, a directory "
@@ -525,6 +645,9 @@ _PATTERNS = {
     "name": r"^\s*name '(?P<name>sgl_\w+|\w+_kernel\w*)' is not defined",
     "circular": r"^\s*cannot import name '(?P<name>[\w.]+)' from partially initialized module "
                 r"'(?P<module>[\w.]+)'",
+    "lazy": r"^\s*Failed to import (?P<importer>[\w.]+) because of the following error \(look up "
+            r"to see its traceback\):\s*cannot import name '(?P<name>[\w.]+)' from "
+            r"'(?P<module>[\w.]+)'",
 }
 _TEMPLATE = {
     "import": "cannot import name '{name}' from '{module}'",
@@ -533,9 +656,14 @@ _TEMPLATE = {
     "name": "name '{name}' is not defined",
     "circular": "cannot import name '{name}' from partially initialized module '{module}' "
                 "(most likely due to a circular import)",
+    "lazy": "Failed to import {importer} because of the following error (look up to see its "
+            "traceback):\ncannot import name '{name}' from '{module}'",
 }
 _CLASS = {"import": "ImportError", "attribute": "AttributeError", "keyword": "TypeError",
-          "name": "NameError", "circular": "ImportError"}
+          "name": "NameError", "circular": "ImportError", "lazy": "RuntimeError"}
+# who makes each form's message: Python's import machinery, or transformers' lazy importer
+# (`_LazyModule._get_module`'s re-raise, in the transformers releases the index reads)
+_SOURCE = {"lazy": ("transformers", ["4.48.3..5.25.0"])}
 
 
 def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
@@ -545,7 +673,7 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
     import hashlib
 
     out = []
-    for kind in ("import", "attribute", "keyword", "name", "circular"):
+    for kind in ("import", "attribute", "keyword", "name", "circular", "lazy"):
         slug = f"dependency-version-mismatch-{kind}"
         rid = hashlib.sha256(f"sglang-matcher/generated/{GENERATOR}\n{kind}".encode()
                              ).hexdigest()[:16]
@@ -561,8 +689,10 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
                                            "index."),
             "solutions": _SOLUTIONS.get(kind, []),
             "tags": ["dependency", "version-mismatch", kind],
-            # the message is Python's own (its import system, its call machinery)
-            "sourcePackage": "cpython", "sourceVersions": ["3.10..3.13"], "generator": GENERATOR,
+            # the message is Python's own (its import system, its call machinery), or the
+            # lazy importer's of transformers
+            "sourcePackage": _SOURCE.get(kind, ("cpython", []))[0],
+            "sourceVersions": _SOURCE.get(kind, ("", ["3.10..3.13"]))[1], "generator": GENERATOR,
             "schemaVersion": 2,
             "examples": {"match": match, "noMatch": no_match},
         })
@@ -573,17 +703,30 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
 EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     # sglang #23535 (sglang-router 0.3.2 on sglang 0.5.10), as pasted there
     # and torch 2.13.0+cpu: `from torch.distributed import gather_into_tensor` (2.14.1's)
+    # and sglang #3626 (train, tests/fixtures/field/sglang-f), a Qwen2.5-VL launch
     "import": (["ImportError: cannot import name 'is_port_available' from 'sglang.srt.utils'",
                 ("ImportError: cannot import name 'gather_into_tensor' from 'torch.distributed' "
-                "(/tmp/tvenv/lib/python3.11/site-packages/torch/distributed/__init__.py)")],
+                "(/tmp/tvenv/lib/python3.11/site-packages/torch/distributed/__init__.py)"),
+                ("ImportError: cannot import name 'is_valid_list_of_images' from "
+                 "'transformers.models.mllama.image_processing_mllama' (/home/team/code/sglang/venv"
+                 "/lib/python3.10/site-packages/transformers/models/mllama/"
+                 "image_processing_mllama.py)")],
                []),
-    # torch 2.13.0+cpu from PyPI: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0)
-    "attribute": (["AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"],
+    # torch 2.13.0+cpu from PyPI: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0);
+    # sglang #22279 (train, tests/fixtures/field/sglang-f): the aiter of the v0.5.10 ROCm images
+    "attribute": (["AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'",
+                   "AttributeError: module 'aiter' has no attribute 'dtypes'"],
                   []),
     # torch 2.13.0+cpu: `init_process_group('gloo', enable_reconfigure=True)` (2.14.1's)
     "keyword": ([("TypeError: init_process_group() got an unexpected keyword argument "
                  "'enable_reconfigure'")], []),
     "name": ([], []),
+    # https://github.com/luca-medeiros/lang-segment-anything/issues/67 (train), as pasted:
+    # transformers' lazy import of its generation utils, huggingface_hub too old for it
+    "lazy": ([("RuntimeError: Failed to import transformers.generation.utils because of the "
+               "following error (look up to see its traceback):\ncannot import name "
+               "'split_torch_state_dict_into_shards' from 'huggingface_hub' (/usr/local/lib/"
+               "python3.10/dist-packages/huggingface_hub/__init__.py)")], []),
     # sglang #384 (train): a user's script importing sglang under a shadowing name
     "circular": ([("ImportError: cannot import name 'function' from partially initialized module "
                   "'sglang' (most likely due to a circular import)")], []),
