@@ -23,6 +23,7 @@ from matcher.engine import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "patterns" / "sglang" / "generated"
+FIELD = ROOT / "tests" / "fixtures" / "field"
 
 
 @pytest.fixture(scope="module")
@@ -319,3 +320,19 @@ def test_lines_from_more_train_threads(engine: Engine) -> None:
                            "0x7fbd60001400)\n")
     assert slugs[event["pattern_id"]] == "ucx-caught-signal"
     assert event["captures"]["signal"] == "11"
+
+
+def test_a_hip_line_gets_rocms_tools_and_a_cuda_line_nvidias(engine: Engine) -> None:
+    """The texts HIP prints as CUDA does: `HIP error: …` is ROCm's record, whose fix names the
+    gfx architecture and PYTORCH_ROCM_ARCH; `CUDA error: …` keeps the compute capability."""
+    slugs = by_slug(engine)
+    # https://github.com/verl-project/verl/issues/3163 (train): an AMD Radeon AI PRO R9700
+    path = FIELD / "sglang-h" / "verl-3163-r9700-hip-invalid-device-function.log"
+    [event] = scan(engine, path.read_text())
+    assert slugs[event["pattern_id"]] == "hip-invalid-device-function"
+    solutions = " ".join(event["remediation"]["solutions"])
+    assert "rocminfo" in solutions and "PYTORCH_ROCM_ARCH" in solutions
+    assert "TORCH_CUDA_ARCH_LIST" not in solutions
+    [event] = scan(engine, "RuntimeError: CUDA error: invalid device function\n")
+    assert slugs[event["pattern_id"]] == "cuda-invalid-device-function"
+    assert "TORCH_CUDA_ARCH_LIST" in " ".join(event["remediation"]["solutions"])

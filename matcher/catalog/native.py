@@ -10,7 +10,9 @@ Two kinds of records, written to `patterns/sglang/generated/native.jsonl`:
   <string>`, a `Cuda failure '<string>'`, `NCCL error in: <file:line>, <string>, NCCL version
   <v>`, `CUBLAS_STATUS_X when calling …` — and says which versions of the package print it
   (`sourceVersions`: the runs of the versions read that hold the string). What to do comes from
-  `native_remedies`; a status with no known way out keeps empty `solutions`.
+  `native_remedies`; a status with no known way out keeps empty `solutions`. A text HIP prints
+  as CUDA does gets a second record for its `HIP error: <string>` line when ROCm's way out
+  differs (`hip_twin`, `native_remedies.HIP_SHARED`).
 - **One family record per native line shape**, with named groups, so any such line is recognized
   and its place captured: glog `E`/`F`/`W` lines (`E0521 12:34:56.789012 12345 file.cpp:877]
   msg`: `file`, `line`, `message`), `terminate called after throwing an instance of 'X'`,
@@ -248,6 +250,43 @@ def status_record(s: Status) -> dict[str, Any]:
     return rec
 
 
+# What torch and ROCm's libraries print in front of a HIP status string (`HIP error: `,
+# `HIP error (file:line): `, `[HIP error](…)`).
+HIP_LEAD = r"\b(?:HIP|Hip|hip)[ _]?(?:[Ee]rror|ERROR|[Ff]ailure)\b\]?[^\n]{0,160}?[:\s(]\s*['\"]?"
+
+
+def hip_twin(s: Status) -> dict[str, Any] | None:
+    """For a CUDA text HIP prints too: a record of the line as ROCm prints it (`HIP error: …`),
+    with ROCm's way out (`native_remedies.HIP_SHARED`). Its pattern holds more literal text than
+    the CUDA record's (whose enum-name alternative is shorter), so a HIP line gets ROCm's tools,
+    a CUDA line NVIDIA's."""
+    names = sorted({e.name for e in s.also})
+    remedy = next((R.HIP_SHARED[n] for n in names if n in R.HIP_SHARED), None)
+    if s.family != "cuda" or remedy is None:
+        return None
+    rec: dict[str, Any] = {
+        "id": record_id(f"hip-led\n{s.text}"),
+        "slug": "hip-" + _slug(s.text),
+        "errorMessage": s.text,
+        "messagePattern": f"{HIP_LEAD}{escape_literal(s.text)}{AT_FILE}",
+        "errorClass": None,
+        "errorType": "native",
+        "severity": remedy.severity,
+        "documentation": (f"ROCm's HIP runtime returned {', '.join(names)}: “{s.text}” (the "
+                          "text CUDA prints for the same failure). " + remedy.documentation),
+        "solutions": list(remedy.solutions),
+        "tags": ["native", "hip", "rocm"],
+        "sourcePackage": s.also[0].package,
+        "sourceVersions": compact_ranges({e.version for e in s.also},
+                                         sort_versions({e.version for e in s.also})),
+        "generator": GENERATOR,
+        "examples": {"match": [f"HIP error: {s.text}"]},
+    }
+    if remedy.fix_actions:
+        rec["fixActions"] = [list(way) for way in remedy.fix_actions]
+    return rec
+
+
 def _slug(text: str) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", text.lower()))[:48].rstrip("-")
 
@@ -450,11 +489,13 @@ def build(vocab: Path = VOCAB, curated: Path | None = CURATED) -> tuple[list[dic
     records: list[dict[str, Any]] = []
     left: list[str] = []
     for s in statuses(read_tsv(vocab)):
-        rec = status_record(s)
-        if taken_by_curated(rec, patterns):
-            left.append(f"{s.family}: {s.text}")
-            continue
-        records.append(rec)
+        for family, rec in ((s.family, status_record(s)), ("hip", hip_twin(s))):
+            if rec is None:
+                continue
+            if taken_by_curated(rec, patterns):
+                left.append(f"{family}: {s.text}")
+                continue
+            records.append(rec)
     if curated is not None:
         stealing = _taking_curated_lines(records, curated)
         left += [f"{r['slug']} (takes a curated record's line)" for r in records
