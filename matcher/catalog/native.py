@@ -207,7 +207,7 @@ def _examples(s: Status) -> list[str]:
     and cuDNN give."""
     if s.family == "cuda":
         return [f"CUDA error: {s.text}"] + (
-            [f"HIP error: {s.text}"] if s.also else [])
+            [f"HIP error: {s.text}"] if s.also and _hip_remedy(s) is None else [])
     if s.family == "hip":
         return [f"HIP error: {s.text}"]
     if s.family in ("nccl", "nvshmem-msg"):
@@ -255,20 +255,32 @@ def status_record(s: Status) -> dict[str, Any]:
 HIP_LEAD = r"\b(?:HIP|Hip|hip)[ _]?(?:[Ee]rror|ERROR|[Ff]ailure)\b\]?[^\n]{0,160}?[:\s(]\s*['\"]?"
 
 
+# A status text that goes on with more words is another status (`unspecified launch failure in
+# prior launch`), not this one.
+_NO_LONGER_TEXT = r"(?![ \t]+[a-z])"
+
+
+def _hip_remedy(s: Status) -> R.Remedy | None:
+    """ROCm's way out for a CUDA text HIP prints too, where it differs from CUDA's."""
+    if s.family != "cuda":
+        return None
+    return next((R.HIP_SHARED[e.name] for e in sorted(s.also) if e.name in R.HIP_SHARED), None)
+
+
 def hip_twin(s: Status) -> dict[str, Any] | None:
     """For a CUDA text HIP prints too: a record of the line as ROCm prints it (`HIP error: …`),
     with ROCm's way out (`native_remedies.HIP_SHARED`). Its pattern holds more literal text than
     the CUDA record's (whose enum-name alternative is shorter), so a HIP line gets ROCm's tools,
     a CUDA line NVIDIA's."""
-    names = sorted({e.name for e in s.also})
-    remedy = next((R.HIP_SHARED[n] for n in names if n in R.HIP_SHARED), None)
-    if s.family != "cuda" or remedy is None:
+    remedy = _hip_remedy(s)
+    if remedy is None:
         return None
+    names = sorted({e.name for e in s.also})
     rec: dict[str, Any] = {
         "id": record_id(f"hip-led\n{s.text}"),
         "slug": "hip-" + _slug(s.text),
         "errorMessage": s.text,
-        "messagePattern": f"{HIP_LEAD}{escape_literal(s.text)}{AT_FILE}",
+        "messagePattern": f"{HIP_LEAD}{escape_literal(s.text)}{AT_FILE}{_NO_LONGER_TEXT}",
         "errorClass": None,
         "errorType": "native",
         "severity": remedy.severity,
