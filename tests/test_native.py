@@ -336,3 +336,15 @@ def test_a_hip_line_gets_rocms_tools_and_a_cuda_line_nvidias(engine: Engine) -> 
     [event] = scan(engine, "RuntimeError: CUDA error: invalid device function\n")
     assert slugs[event["pattern_id"]] == "cuda-invalid-device-function"
     assert "TORCH_CUDA_ARCH_LIST" in " ".join(event["remediation"]["solutions"])
+
+
+def test_memfabrics_error_lines_under_the_ascend_transfer_engine(engine: Engine) -> None:
+    """sglang#10748 (train): PD disaggregation on Ascend; MemFabric Hybrid's first error line is
+    why sglang's Ascend transfer engine did not start."""
+    path = FIELD / "sglang-h" / "10748-ascend-pd-memfabric-svm-advise-failed.log"
+    events = scan(engine, path.read_text())
+    first = events[0]
+    assert by_slug(engine)[first["pattern_id"]] == "memfabric-error-line"
+    assert first["captures"]["module"] == "BM"
+    assert first["captures"]["file"] == "devmm_ioctl.cpp"
+    assert first["captures"]["message"].startswith("svm advise failed")

@@ -400,6 +400,17 @@ SHAPES: tuple[Shape, ...] = (
     Shape("nvshmem", "nvshmem-non-zero-status", NVSHMEM_LEAD + r"(?P<message>\S.*)", "nvshmem",
           R.Remedy("NVSHMEM reported a failed call at `file:line` with a non-zero status (an "
                    "errno value or an NVSHMEM code) and what failed.")),
+    Shape("memfabric error", "memfabric-error-line",
+          r"(?<!\S)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ error (?P<tid>\d+) pid\[(?P<pid>\d+)\] "
+          r"\[(?P<module>[A-Z]+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] (?P<message>.+)",
+          "memfabric-hybrid", R.Remedy(
+              "An error logged by MemFabric Hybrid (`memfabric_hybrid`), the memory fabric under "
+              "sglang's Ascend transfer engine (PD disaggregation on NPUs), at `file:line` of "
+              "one of its modules (`BM`, `SMEM`, `ADAPTER` its Python binding). Its first error "
+              "line is the cause of sglang's `Ascend Transfer Engine initialization failed.`"),
+          # https://github.com/sgl-project/sglang/issues/10748 (train)
+          (("2025-09-22 20:20:40.102319 error 12789 pid[12789] [BM devmm_ioctl.cpp:122] svm "
+            "advise failed:-1 : 3 : No such process"),)),
     Shape("ucx caught signal", "ucx-caught-signal",
           r"\] Caught signal (?P<signal>\d+) \((?P<reason>[^)\n]*)\)", "ucx", R.UCX_SIGNAL,
           # https://github.com/sgl-project/sglang/issues/6694 (train)
