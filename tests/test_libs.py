@@ -12,7 +12,7 @@ import pytest
 import regex
 from generated_layer import engine_of, scan
 
-from matcher.catalog import abi, cu_result, load_catalog, rocm_status, sonames
+from matcher.catalog import abi, cu_result, hsa_status, load_catalog, rocm_status, sonames
 from matcher.catalog import soname_sources as S
 from matcher.catalog.stats import summarize
 from matcher.catalog.version_checks import read_table, templates
@@ -264,6 +264,70 @@ def test_rocm_smi_failing_to_start_says_make_the_gpu_visible() -> None:
     assert "--device=/dev/kfd" in hit[0]["solutions"][0]
     # statuses tools print for a metric a GPU lacks are no failure
     assert not any(r["errorMessage"].endswith("_NOT_SUPPORTED") for r in recs)
+
+
+# -- ROCm's HSA runtime ----------------------------------------------------------------------------
+
+def test_hsa_statuses_and_fault_reasons_are_read_from_the_runtimes_source() -> None:
+    # ROCR-Runtime rocm-6.2.4: src/core/runtime/hsa.cpp and runtime.cpp (in part)
+    status_source = '''
+    case HSA_STATUS_SUCCESS:
+      *status_string = "HSA_STATUS_SUCCESS: The function has been executed successfully.";
+      break;
+    case HSA_STATUS_ERROR_EXCEPTION:
+      *status_string =
+          "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception.";
+      break;
+    case HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION:
+      *status_string =
+          "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond "
+          "the largest legal address.";
+      break;
+'''
+    assert hsa_status.statuses(status_source) == [
+        ("HSA_STATUS_ERROR_EXCEPTION", "An HSAIL operation resulted in a hardware exception."),
+        ("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+         "The agent attempted to access memory beyond the largest legal address."),
+        ("HSA_STATUS_SUCCESS", "The function has been executed successfully.")]
+    fault_source = '''
+      std::string reason = "";
+      if (fault.Failure.NotPresent == 1) {
+        reason += "Page not present or supervisor privilege";
+      } else if (fault.Failure.ReadOnly == 1) {
+        reason += "Write access to a read-only page";
+      }
+      fprintf(stderr,
+          "Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason: %s.\\n",
+'''
+    assert hsa_status.fault_reasons(fault_source) == [
+        "Page not present or supervisor privilege", "Write access to a read-only page"]
+
+
+def test_the_committed_hsa_catalog_is_what_the_generator_writes(tmp_path: Path) -> None:
+    out = tmp_path / "hsa.jsonl"
+    assert hsa_status.main(["-o", str(out)]) == 0
+    assert out.read_bytes() == (GENERATED / "hsa.jsonl").read_bytes(), \
+        "run `python -m matcher.catalog.hsa_status` and commit its output"
+
+
+HSA_LINES = [
+    # https://github.com/sgl-project/sglang/issues/22714 (train): MiniMax-M2.7 on MI300X
+    ((FIELD / "sglang-h/22714-mi300x-hsa-status-error-exception.log").read_text().splitlines()[0],
+     "hsa-status-error-exception"),
+    # https://github.com/ollama/ollama/issues/8851 (train)
+    (("ollama  | Memory access fault by GPU node-1 (Agent handle: 0x559ee9967590) on address "
+      "0x7fe05f439000. Reason: Page not present or supervisor privilege."),
+     "hsa-memory-fault-page-not-present-or-supervisor-privilege"),
+]
+
+
+@pytest.mark.parametrize(("line", "slug"), HSA_LINES)
+def test_a_gpu_kernel_fault_on_rocm_says_how_to_find_the_kernel(line: str, slug: str) -> None:
+    recs = [json.loads(x) for x in (GENERATED / "hsa.jsonl").open()]
+    hit = [r for r in recs if regex.search(r["messagePattern"], line)]
+    assert [r["slug"] for r in hit] == [slug]
+    assert "AMD_SERIALIZE_KERNEL=3" in hit[0]["solutions"][0]
+    assert not any(r["errorMessage"] == "HSA_STATUS_SUCCESS" for r in recs)
 
 
 # -- the CUDA driver's statuses ---------------------------------------------------------------------

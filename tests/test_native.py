@@ -23,6 +23,7 @@ from matcher.engine import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "patterns" / "sglang" / "generated"
+FIELD = ROOT / "tests" / "fixtures" / "field"
 
 
 @pytest.fixture(scope="module")
@@ -319,3 +320,31 @@ def test_lines_from_more_train_threads(engine: Engine) -> None:
                            "0x7fbd60001400)\n")
     assert slugs[event["pattern_id"]] == "ucx-caught-signal"
     assert event["captures"]["signal"] == "11"
+
+
+def test_a_hip_line_gets_rocms_tools_and_a_cuda_line_nvidias(engine: Engine) -> None:
+    """The texts HIP prints as CUDA does: `HIP error: …` is ROCm's record, whose fix names the
+    gfx architecture and PYTORCH_ROCM_ARCH; `CUDA error: …` keeps the compute capability."""
+    slugs = by_slug(engine)
+    # https://github.com/verl-project/verl/issues/3163 (train): an AMD Radeon AI PRO R9700
+    path = FIELD / "sglang-h" / "verl-3163-r9700-hip-invalid-device-function.log"
+    [event] = scan(engine, path.read_text())
+    assert slugs[event["pattern_id"]] == "hip-invalid-device-function"
+    solutions = " ".join(event["remediation"]["solutions"])
+    assert "rocminfo" in solutions and "PYTORCH_ROCM_ARCH" in solutions
+    assert "TORCH_CUDA_ARCH_LIST" not in solutions
+    [event] = scan(engine, "RuntimeError: CUDA error: invalid device function\n")
+    assert slugs[event["pattern_id"]] == "cuda-invalid-device-function"
+    assert "TORCH_CUDA_ARCH_LIST" in " ".join(event["remediation"]["solutions"])
+
+
+def test_memfabrics_error_lines_under_the_ascend_transfer_engine(engine: Engine) -> None:
+    """sglang#10748 (train): PD disaggregation on Ascend; MemFabric Hybrid's first error line is
+    why sglang's Ascend transfer engine did not start."""
+    path = FIELD / "sglang-h" / "10748-ascend-pd-memfabric-svm-advise-failed.log"
+    events = scan(engine, path.read_text())
+    first = events[0]
+    assert by_slug(engine)[first["pattern_id"]] == "memfabric-error-line"
+    assert first["captures"]["module"] == "BM"
+    assert first["captures"]["file"] == "devmm_ioctl.cpp"
+    assert first["captures"]["message"].startswith("svm advise failed")

@@ -220,3 +220,26 @@ def test_the_python_launchers_error_is_a_record(shipped):
     [event] = scan(shipped, path)
     assert shipped.by_id(event["pattern_id"]).error_message == "Error starting router: {e}"
     assert event["captures"]["e"].startswith("argument 'worker_urls'")
+
+
+def test_remedies_tell_the_breaker_the_queue_and_a_workers_failure_apart():
+    """The words of the router's own messages choose the way out: a circuit breaker that opened
+    is not an unreachable worker, the concurrency queue's rejection is load shedding, and a
+    worker's error status is that worker's to explain."""
+    assert remedy_for("No available prefill workers (all circuits open or unhealthy)").name \
+        == "circuit-open"
+    assert remedy_for("Queue returned error status: ").name == "rate-limit"
+    assert remedy_for("Decode server  returned error status: ").name == "worker-error-status"
+    assert remedy_for("Failed to select PD pair error=").name == "no-workers"
+    assert remedy_for("Rust Router is not installed").name == "not-installed"
+
+
+def test_a_decode_servers_error_status_points_at_that_servers_log(shipped):
+    """sglang#10001 (train): the PD router's decode leg got a 500 (0.1.x tracing format); the
+    cause was in the decode server's log (Mooncake's transfer failing)."""
+    path = FIELD / "sglang-h" / "10001-pd-router-decode-server-error-status.log"
+    events = scan(shipped, path)
+    first = shipped.by_id(events[0]["pattern_id"])
+    assert first.error_message.startswith("Decode server returned error status")
+    assert events[0]["captures"]["url"] == "http://10.160.1.22:50000"
+    assert "its own log at that moment" in first.solutions[0]

@@ -10,7 +10,9 @@ Two kinds of records, written to `patterns/sglang/generated/native.jsonl`:
   <string>`, a `Cuda failure '<string>'`, `NCCL error in: <file:line>, <string>, NCCL version
   <v>`, `CUBLAS_STATUS_X when calling …` — and says which versions of the package print it
   (`sourceVersions`: the runs of the versions read that hold the string). What to do comes from
-  `native_remedies`; a status with no known way out keeps empty `solutions`.
+  `native_remedies`; a status with no known way out keeps empty `solutions`. A text HIP prints
+  as CUDA does gets a second record for its `HIP error: <string>` line when ROCm's way out
+  differs (`hip_twin`, `native_remedies.HIP_SHARED`).
 - **One family record per native line shape**, with named groups, so any such line is recognized
   and its place captured: glog `E`/`F`/`W` lines (`E0521 12:34:56.789012 12345 file.cpp:877]
   msg`: `file`, `line`, `message`), `terminate called after throwing an instance of 'X'`,
@@ -205,7 +207,7 @@ def _examples(s: Status) -> list[str]:
     and cuDNN give."""
     if s.family == "cuda":
         return [f"CUDA error: {s.text}"] + (
-            [f"HIP error: {s.text}"] if s.also else [])
+            [f"HIP error: {s.text}"] if s.also and _hip_remedy(s) is None else [])
     if s.family == "hip":
         return [f"HIP error: {s.text}"]
     if s.family in ("nccl", "nvshmem-msg"):
@@ -245,6 +247,55 @@ def status_record(s: Status) -> dict[str, Any]:
     examples = _examples(s)
     if examples:
         rec["examples"] = {"match": examples}
+    return rec
+
+
+# What torch and ROCm's libraries print in front of a HIP status string (`HIP error: `,
+# `HIP error (file:line): `, `[HIP error](…)`).
+HIP_LEAD = r"\b(?:HIP|Hip|hip)[ _]?(?:[Ee]rror|ERROR|[Ff]ailure)\b\]?[^\n]{0,160}?[:\s(]\s*['\"]?"
+
+
+# A status text that goes on with more words is another status (`unspecified launch failure in
+# prior launch`), not this one.
+_NO_LONGER_TEXT = r"(?![ \t]+[a-z])"
+
+
+def _hip_remedy(s: Status) -> R.Remedy | None:
+    """ROCm's way out for a CUDA text HIP prints too, where it differs from CUDA's."""
+    if s.family != "cuda":
+        return None
+    return next((R.HIP_SHARED[e.name] for e in sorted(s.also) if e.name in R.HIP_SHARED), None)
+
+
+def hip_twin(s: Status) -> dict[str, Any] | None:
+    """For a CUDA text HIP prints too: a record of the line as ROCm prints it (`HIP error: …`),
+    with ROCm's way out (`native_remedies.HIP_SHARED`). Its pattern holds more literal text than
+    the CUDA record's (whose enum-name alternative is shorter), so a HIP line gets ROCm's tools,
+    a CUDA line NVIDIA's."""
+    remedy = _hip_remedy(s)
+    if remedy is None:
+        return None
+    names = sorted({e.name for e in s.also})
+    rec: dict[str, Any] = {
+        "id": record_id(f"hip-led\n{s.text}"),
+        "slug": "hip-" + _slug(s.text),
+        "errorMessage": s.text,
+        "messagePattern": f"{HIP_LEAD}{escape_literal(s.text)}{AT_FILE}{_NO_LONGER_TEXT}",
+        "errorClass": None,
+        "errorType": "native",
+        "severity": remedy.severity,
+        "documentation": (f"ROCm's HIP runtime returned {', '.join(names)}: “{s.text}” (the "
+                          "text CUDA prints for the same failure). " + remedy.documentation),
+        "solutions": list(remedy.solutions),
+        "tags": ["native", "hip", "rocm"],
+        "sourcePackage": s.also[0].package,
+        "sourceVersions": compact_ranges({e.version for e in s.also},
+                                         sort_versions({e.version for e in s.also})),
+        "generator": GENERATOR,
+        "examples": {"match": [f"HIP error: {s.text}"]},
+    }
+    if remedy.fix_actions:
+        rec["fixActions"] = [list(way) for way in remedy.fix_actions]
     return rec
 
 
@@ -349,6 +400,17 @@ SHAPES: tuple[Shape, ...] = (
     Shape("nvshmem", "nvshmem-non-zero-status", NVSHMEM_LEAD + r"(?P<message>\S.*)", "nvshmem",
           R.Remedy("NVSHMEM reported a failed call at `file:line` with a non-zero status (an "
                    "errno value or an NVSHMEM code) and what failed.")),
+    Shape("memfabric error", "memfabric-error-line",
+          r"(?<!\S)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ error (?P<tid>\d+) pid\[(?P<pid>\d+)\] "
+          r"\[(?P<module>[A-Z]+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] (?P<message>.+)",
+          "memfabric-hybrid", R.Remedy(
+              "An error logged by MemFabric Hybrid (`memfabric_hybrid`), the memory fabric under "
+              "sglang's Ascend transfer engine (PD disaggregation on NPUs), at `file:line` of "
+              "one of its modules (`BM`, `SMEM`, `ADAPTER` its Python binding). Its first error "
+              "line is the cause of sglang's `Ascend Transfer Engine initialization failed.`"),
+          # https://github.com/sgl-project/sglang/issues/10748 (train)
+          (("2025-09-22 20:20:40.102319 error 12789 pid[12789] [BM devmm_ioctl.cpp:122] svm "
+            "advise failed:-1 : 3 : No such process"),)),
     Shape("ucx caught signal", "ucx-caught-signal",
           r"\] Caught signal (?P<signal>\d+) \((?P<reason>[^)\n]*)\)", "ucx", R.UCX_SIGNAL,
           # https://github.com/sgl-project/sglang/issues/6694 (train)
@@ -450,11 +512,13 @@ def build(vocab: Path = VOCAB, curated: Path | None = CURATED) -> tuple[list[dic
     records: list[dict[str, Any]] = []
     left: list[str] = []
     for s in statuses(read_tsv(vocab)):
-        rec = status_record(s)
-        if taken_by_curated(rec, patterns):
-            left.append(f"{s.family}: {s.text}")
-            continue
-        records.append(rec)
+        for family, rec in ((s.family, status_record(s)), ("hip", hip_twin(s))):
+            if rec is None:
+                continue
+            if taken_by_curated(rec, patterns):
+                left.append(f"{family}: {s.text}")
+                continue
+            records.append(rec)
     if curated is not None:
         stealing = _taking_curated_lines(records, curated)
         left += [f"{r['slug']} (takes a curated record's line)" for r in records

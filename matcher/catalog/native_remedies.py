@@ -475,6 +475,63 @@ AMDGPU_FAULT = Remedy(
      "Upgrade sglang, sgl-kernel and the ROCm build of torch together"),
     (({"op": "env", "name": "HIP_LAUNCH_BLOCKING", "value": "1"},), (_NO_GRAPH,)))
 
+# The texts HIP prints as CUDA does, by HIP enum name, for the lines that say `HIP error: …`:
+# what to do on ROCm, whose tools differ from the ones the CUDA remedies name (rocm-smi,
+# AMD_SERIALIZE_KERNEL, gfx architectures, PYTORCH_ROCM_ARCH).
+_ROCM_ARCH = (
+    ("Install the ROCm builds of torch, sgl-kernel and aiter made for your GPU's architecture: "
+     "`rocminfo | grep gfx` names it (gfx942 for MI300X) and `python -c \"import torch; "
+     "print(torch.cuda.get_arch_list())\"` lists the ones torch was built for; the GPU's must be "
+     "among them"),
+    ("When building a kernel package from source, set PYTORCH_ROCM_ARCH to your GPU's gfx "
+     "architecture before building"),
+)
+_ROCM_VISIBLE = (
+    ("Check that `rocm-smi` lists the GPUs in the same environment; in a container pass "
+     "`--device=/dev/kfd --device=/dev/dri` and add the user to the `video` and `render` "
+     "groups"),)
+_ROCM_CONTEXT_LOST = (" The GPU context is unusable afterwards: every later HIP call in the "
+                      "process fails, so the first such error in the log is the one that matters.")
+HIP_SHARED: dict[str, Remedy] = {
+    "hipErrorIllegalAddress": Remedy(
+        "A GPU kernel read or wrote memory outside what it was given (an out-of-range index, a "
+        "freed or foreign buffer)." + _ROCM_CONTEXT_LOST, AMDGPU_FAULT.solutions,
+        AMDGPU_FAULT.fix_actions),
+    "hipErrorLaunchFailure": Remedy(
+        "A kernel crashed on the GPU without a more specific cause (a trap, an invalid access; "
+        "the amdgpu driver logs a page fault in the kernel log)." + _ROCM_CONTEXT_LOST,
+        AMDGPU_FAULT.solutions, AMDGPU_FAULT.fix_actions),
+    "hipErrorAssert": Remedy(
+        "A device-side assert inside a GPU kernel failed (an index out of range, in most kernels "
+        "of torch)." + _ROCM_CONTEXT_LOST,
+        (AMDGPU_FAULT.solutions[0], ("Check the inputs that reach the failing kernel: token ids "
+                                     "beyond the vocabulary, a batch whose indices exceed the KV "
+                                     "pool")),
+        AMDGPU_FAULT.fix_actions[:1]),
+    "hipErrorInvalidDeviceFunction": Remedy(
+        "A kernel has no code for this GPU's architecture: the wheel or image was built for other "
+        "AMD GPUs.", _ROCM_ARCH),
+    "hipErrorNoBinaryForGpu": Remedy(
+        "No kernel in the binary was built for this GPU's architecture.", _ROCM_ARCH),
+    "hipErrorInvalidImage": Remedy(
+        "The kernel binary cannot be loaded on this device (built for another architecture or "
+        "ROCm release, or corrupt).", _ROCM_ARCH),
+    "hipErrorOutOfMemory": Remedy(
+        "A HIP allocation failed: the GPU is out of memory.",
+        (("Lower --mem-fraction-static (for example by 0.05 at a time) to leave more memory "
+          "outside the KV cache, or lower --cuda-graph-max-bs / --max-running-requests"),
+         "Stop other processes using the GPU (`rocm-smi --showpids` lists them)")),
+    "hipErrorNotInitialized": Remedy(
+        "The HIP runtime could not be initialized in this process (amdgpu driver not loaded, "
+        "GPU unreachable, or HIP used in a child forked after the parent initialized it).",
+        _ROCM_VISIBLE),
+    "hipErrorECCNotCorrectable": Remedy(
+        "The GPU reported an uncorrectable ECC memory error: a hardware fault.",
+        (("Read the GPU's error counts with `rocm-smi --showrasinfo`, reset the GPU or reboot the "
+          "node, and if it recurs on the same GPU take it out of service and have it checked"),),
+        severity="critical"),
+}
+
 _MEMORY = ("Lower --mem-fraction-static (for example by 0.05 at a time): the KV cache takes the "
            "memory the library's workspace or handle needs")
 _FIRST_FAULT = ("Rerun with CUDA_LAUNCH_BLOCKING=1: the first failing kernel is then the one "

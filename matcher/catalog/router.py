@@ -256,10 +256,20 @@ REMEDIES: tuple[Remedy, ...] = (
            "(with `sglang_router.launch_server`, spelled `--router-…`).",
            "The router waits for every worker to answer its health check before it serves; "
            "this one did not in time."),
+    Remedy("circuit-open",
+           re.compile(r"circuit breaker open|circuits open", re.I),
+           ("cb-failure-threshold", "cb-timeout-duration-secs", "disable-circuit-breaker"),
+           "The router's circuit breaker stopped sending requests to workers that failed "
+           "several in a row (5xx answers, timeouts, connection errors) and tries them again "
+           "after a cool-down: find why they failed in the workers' own logs and the router's "
+           "earlier lines; if the failures were transient (a burst of client timeouts, a busy "
+           "worker), tune or turn off the breaker ({flags}).",
+           "The router's circuit breaker is open for the workers a request could go to."),
     Remedy("worker-unreachable",
            re.compile(r"health.?check.*fail|failed to connect|connection (?:refused|failed)|"
                       r"error sending request|is not healthy|unhealthy|not reachable|"
-                      r"failed to send request|connect(?:ion)? error|transport error", re.I),
+                      r"failed to send request|connect(?:ion)? error|transport error|"
+                      r"removing failed worker", re.I),
            ("health-check-timeout-secs", "health-failure-threshold"),
            "Make sure the worker URL is right (`--worker-urls`, `--prefill`/`--decode`: scheme `http://`/`https://`, or `grpc://` for a "
            "gRPC worker; host and port as the worker was launched) and that the worker is up and "
@@ -268,13 +278,37 @@ REMEDIES: tuple[Remedy, ...] = (
            "busy rather than down, raise {flags}.",
            "The router could not reach a worker, or the worker failed its health check."),
     Remedy("no-workers",
-           re.compile(r"no (?:available|healthy)? ?workers?|no worker (?:available|found)|"
-                      r"all workers are unhealthy|no healthy", re.I),
+           re.compile(r"no (?:available|healthy)? ?(?:prefill |decode )?(?:workers?|servers?)|"
+                      r"no worker (?:available|found)|all workers are unhealthy|no healthy|"
+                      r"no available (?:PD )?worker pairs?|failed to select (?:PD pair|worker "
+                      r"pair|prefill worker|decode worker)", re.I),
            ("worker-urls", "prefill", "decode", "service-discovery"),
            "Give the router workers that are up ({flags}, or `POST /workers` at run time) and "
            "check the router's earlier lines for why the ones it had were removed (failed "
            "health checks).",
            "The router had no worker to send the request to."),
+    Remedy("worker-error-status",
+           re.compile(r"(?<!queue )returned error status|server returned (?:an? )?error|"
+                      r"(?:prefill|decode|worker) server error|request failed with server error|"
+                      r"request to \S* ?failed \(attempt|(?:prefill|decode) server failed|"
+                      r"server returned status|upstream request failed",
+                      re.I),
+           (),
+           "A worker failed the request, or the router answered it with a 5xx itself: when a "
+           "worker (the prefill, decode or regular sglang server named in the line) answered "
+           "with an error status, its own log at that moment holds the cause, so fix it there; "
+           "when the request could not be sent, check that the worker is up and reachable from "
+           "the router; a 503 of the router's own (no worker available, circuit open) is "
+           "explained by the router's earlier ERROR/WARN lines.",
+           "The router passed on a worker's failure, or could not send the request to it."),
+    Remedy("not-installed",
+           re.compile(r"rust router is not installed", re.I),
+           (),
+           "The router's Rust extension (`sglang_router_rs`) could not be imported: install the "
+           "sglang-router wheel built for this platform and Python (`pip install -U "
+           "sglang-router`; a source install needs the Rust toolchain to build it), and check "
+           "with `python -c \"import sglang_router_rs\"`.",
+           "sglang-router's Python package is there but its compiled router is not."),
     Remedy("port-in-use",
            re.compile(r"address already in use|failed to bind|os error 98", re.I),
            ("port", "prometheus-port"),
@@ -289,7 +323,7 @@ REMEDIES: tuple[Remedy, ...] = (
            "A request was larger than the router accepts."),
     Remedy("rate-limit",
            re.compile(r"rate limit|too many (?:concurrent )?requests|queue (?:is )?full|"
-                      r"queue timeout", re.I),
+                      r"queue timeout|queue returned error status", re.I),
            ("max-concurrent-requests", "queue-size", "queue-timeout-secs"),
            "The router is shedding load: raise {flags}, or add workers.",
            "The router rejected a request because its concurrency limit and queue were full."),

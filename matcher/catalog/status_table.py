@@ -1,7 +1,7 @@
 """The command line shared by the closed-vocabulary generators (`cu_result`, `ur_result`,
-`rocm_status`, `ascend`): `--build` reads the packages and writes the vocabulary table (TSV,
-a header line then one status a line); without it, the records are made from the committed
-table alone (no network) and written as JSONL."""
+`rocm_status`, `hsa_status`, `ascend`): `--build` reads the packages (or a source clone) and
+writes the vocabulary table (TSV, a header line then one status a line); without it, the
+records are made from the committed table alone (no network) and written as JSONL."""
 
 from __future__ import annotations
 
