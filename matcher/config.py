@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matcher.address import parse_address
 from matcher.catalog.schema import SEVERITIES as EVENT_SEVERITIES
 from matcher.decode import INPUT_FORMATS
 from matcher.settings import (
@@ -41,7 +42,7 @@ from matcher.settings import (
 # `auto`: `human` when stdout is a terminal, else `json`; `console` is `human`'s older name.
 LOG_FORMATS = ("auto", "json", "human", "console")
 MIN_SEVERITIES = tuple(reversed(EVENT_SEVERITIES))  # the least severe first
-EVENTS_ACCESS = ("local", "any", "off")  # who `/events` serves (matcher.http)
+EVENTS_ACCESS = ("local", "any", "off")  # who `/events` serves (`matcher.http`)
 # Label names the daemon's own series use (sinks/metrics.py, telemetry.py), and the ones
 # Prometheus gives a meaning (histogram buckets, summary quantiles): a static label of one of
 # these names would clash with them.
@@ -104,7 +105,6 @@ def label_flag(text: str) -> str:
 
 
 def _address(value: str) -> None:
-    from matcher.http import parse_address  # the parser the HTTP server binds with
 
     parse_address(value)
 

@@ -73,6 +73,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from matcher.config import EVENTS_ACCESS
 from matcher.sinks.ring import EventRing
 
 MAX_HEAD_BYTES = 8 * 1024
@@ -81,7 +82,6 @@ REQUEST_DEADLINE = 10.0  # seconds; Prometheus's default scrape timeout is 10 s 
 LISTEN_BACKLOG = 1024  # connects waiting for accept(); past it, the kernel drops SYNs
 DEFAULT_EVENTS_LIMIT = 100
 EVENTS_INFLIGHT_BYTES = 64 * 1024 * 1024  # /events responses being written, together
-EVENTS_ACCESS = ("local", "any", "off")
 # Why an /events request was refused: a client `events_access` does not allow (403), or the
 # in-flight byte cap reached (503).
 RefusedReason = Literal["forbidden", "busy"]
@@ -100,18 +100,6 @@ def default_log() -> Any:
             structlog.processors.JSONRenderer(),
         ],
     )
-
-
-def parse_address(addr: str) -> tuple[str, int]:
-    """`HOST:PORT`, `[V6]:PORT` or `:PORT` (all interfaces) → (host, port); ValueError if not."""
-    host, sep, port_text = addr.rpartition(":")
-    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"not an address of the form HOST:PORT: {addr!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    elif ":" in host:
-        raise ValueError(f"an IPv6 address needs brackets, as in [::1]:9400: {addr!r}")
-    return host or "0.0.0.0", int(port_text)
 
 
 class HttpServer:

@@ -31,10 +31,11 @@ import regex
 from prometheus_client import CollectorRegistry
 
 from matcher import __version__, limits
+from matcher.address import parse_address
 from matcher.catalog import Catalog, CatalogError, load_catalog
 from matcher.config import NOT_RELOADABLE, Config, ConfigError
 from matcher.engine import Engine
-from matcher.http import HttpServer, parse_address
+from matcher.http import HttpServer
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
 from matcher.release import catalog_version_setting

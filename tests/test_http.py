@@ -13,8 +13,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
+from matcher.address import parse_address
 from matcher.catalog.schema import CatalogRecord
-from matcher.http import HttpServer, parse_address
+from matcher.http import HttpServer
 from matcher.sinks.metrics import MetricsSink
 from matcher.sinks.ring import EventRing
 
