@@ -381,8 +381,11 @@ class FileSet:
 
     def checkpoint(self, f: OpenFile, offset: int, now: float) -> None:
         """Put `f`'s position in the checkpoint state (the store decides what changed)."""
-        if f.maybe_copy or f.dormant:
-            return  # nothing read from it yet / checkpointed when it was put to sleep
+        if f.parked is not None or f.dormant:
+            # Parked: nothing read from it yet, and its offset is where it would be read from
+            # if it proves a copy — a restart judges it again (saved there, a lookalike was
+            # resumed past its head). Dormant: checkpointed when it was put to sleep.
+            return
         if self.saved_at(f, offset):
             return  # unchanged: an idle file costs nothing here (thousands of files, each turn)
         self.refresh_identity(f)
