@@ -39,7 +39,7 @@ from matcher.decode import (
 )
 from matcher.engine import Engine
 from matcher.framing import Framer
-from matcher.redact import Redactor
+from matcher.redact import Redactor, without_cut_value
 from matcher.types import Chunk, Event, Fed, Line, Match, Record
 
 # Which lines of a container format a sparse read may pass over (plain text: any).
@@ -127,7 +127,8 @@ class Pipeline:
                                      repeat_interval=repeat_interval, early=early,
                                      rank_grace=rank_grace, redactor=redactor)
         # Text is redacted before every cut that could split a secret: a traceback's at 8 KiB
-        # (the aggregator), a message's (the framer), a line's at `max_line_bytes` (`_redacted_if_cut`).
+        # (the aggregator), a message's (the framer); a line cut at `max_line_bytes` loses the
+        # value at its cut (`_drop_cut_value`), and is redacted with its record.
         self.redactor = self.aggregator.redactor
         self.max_line_bytes = max_line_bytes
         self.flush_after = flush_after
@@ -213,7 +214,7 @@ class Pipeline:
                 _SKIPPABLE.get(fmt)):
             for line in decoder.decode(raw):
                 taken.append(line)
-                records.extend(framer.feed(self._redacted_if_cut(line), now))
+                records.extend(framer.feed(self._drop_cut_value(line), now))
         self._count_malformed(source, decoder.malformed - before)
         self.stats.by_source_format[source] = fmt
         self._count(source, taken)
@@ -391,15 +392,17 @@ class Pipeline:
         framer = self._framer(source)
         records: list[Record] = []
         for line in lines:
-            records.extend(framer.feed(self._redacted_if_cut(line), now))
+            records.extend(framer.feed(self._drop_cut_value(line), now))
         return self._records(records, now)
 
-    def _redacted_if_cut(self, line: Line) -> Line:
+    @staticmethod
+    def _drop_cut_value(line: Line) -> Line:
         """A line cut at `max_line_bytes` lost its end unseen: what may be the head of a secret
-        cut there goes too (`Redactor.truncated`)."""
+        cut there goes too (`without_cut_value`). The rest is redacted once, with the record it
+        joins, before any later cut (the framer's, the aggregator's) or by the sinks."""
         if not line.truncated:
             return line
-        return dataclasses.replace(line, text=self.redactor.truncated(line.text))
+        return dataclasses.replace(line, text=without_cut_value(line.text))
 
     def _records(self, records: list[Record], now: float) -> list[Event]:
         return self.aggregate(records, [self.matches(r) for r in records], now)

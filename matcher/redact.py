@@ -23,9 +23,9 @@ OAuth tokens, Azure client secrets, JWTs, the body of a PEM private key, and the
 Slack or Discord webhook URL.
 
 Redact before any cut: a secret cut in two is no longer recognizable, so whoever shortens text
-that will be emitted redacts the whole of it first (`text`), and text whose end was lost without
-being seen (a line cut at `max_line_bytes`) goes through `truncated`, which also drops what could
-be the head of a secret at the cut.
+that will be emitted redacts the whole of it first (`text`). Text whose end was lost without
+being seen (a line cut at `max_line_bytes`) loses what could be the head of a secret at the cut
+(`without_cut_value`); the rest is redacted with the text around it, in one pass.
 """
 
 from __future__ import annotations
@@ -120,6 +120,14 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
 _TAIL = regex.compile(r"""[^\s'"=:,;(){}\[\]<>@/]+\Z""")
 
 
+def without_cut_value(value: str) -> str:
+    """`value` is the head of a longer text whose rest is gone unseen: its last run of value
+    characters, which may be the head of a secret too short to be known by its shape, goes.
+    What stays is redacted like any text, once, by whoever cuts or emits it next."""
+    tail = _TAIL.search(value)
+    return value[: tail.start()] if tail is not None else value
+
+
 # The memo of texts seen and what they became: at most this many, each at most this long (a
 # traceback, unique to its event, is longer and would only push the catalog's texts out).
 _SEEN_MAX = 1024
@@ -167,13 +175,6 @@ class Redactor:
         for p in self._extra:
             redacted = p.sub(_replace, redacted)
         return redacted
-
-    def truncated(self, value: str) -> str:
-        """`value` is the head of a longer text whose rest is gone: redact it, and drop its last
-        run of value characters, which may be the head of a secret cut at the end."""
-        value = self.text(value)
-        tail = _TAIL.search(value)
-        return value[: tail.start()] if tail is not None else value
 
     def cut(self, value: str, limit: int) -> str:
         """The first `limit` characters of `value`, redacted over the whole of it first."""

@@ -61,6 +61,23 @@ EVENTS_OUTPUT_FAILED = Notice("events_output_failed", "error", quiet=True)
 # Entries with no counter.
 SETTING_NOT_RELOADED = Notice("setting_not_reloaded", "warning")
 OTLP_RESOURCE_ATTRIBUTES_IGNORED = Notice("otlp_resource_attributes_ignored", "warning")
+# What the files source says about a file (`source/openfile.SourceNotice`) and its globs.
+FILE_OPENED = Notice("file_opened")
+FILE_CLOSED = Notice("file_closed")
+FILE_UNREADABLE = Notice("file_unreadable", "warning")
+FILE_RECOVERED = Notice("file_recovered")
+FILE_RELEASED = Notice("file_released", "warning")  # a lookalike read after all
+FILE_POLLED = Notice("file_polled")  # inotify cannot vouch for it
+LISTING_FAILED = Notice("listing_failed", "warning")
+DISCOVERY_CAPPED = Notice("discovery_capped", "warning")
+PATH_MATCHES_NOTHING = Notice("path_matches_nothing", "warning")
+WATCH_REARMED = Notice("watch_rearmed", "warning")
+WATCH_FAILED = Notice("watch_failed", "warning")
+# What a journal source says, by `journald.JournalStatus.kind`.
+JOURNAL_NOTICES = {kind: Notice(f"journal_{kind}", "info" if kind in ("started", "finished")
+                                else "warning")
+                   for kind in ("started", "unavailable", "exited", "finished", "warning", "gap",
+                                "dropped", "oversized")}
 
 
 def delivery_notices(prefix: str) -> tuple[Notice, Notice, Notice]:

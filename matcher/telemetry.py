@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from matcher import selflog
 from matcher.http import RefusedReason
 from matcher.redact import Redactor
-from matcher.selflog import Level, Logger, Notice, OwnLog
+from matcher.selflog import Logger, Notice, OwnLog
 from matcher.sinks.delivery import FAIL_REASONS, FailReason
 from matcher.sinks.metrics import OTHER, BoundedValues, check_static_labels
 
@@ -51,8 +51,6 @@ ERROR_TYPES = (
     "CatalogError", "ConfigError", "RegexTimeout",
 )
 ReloadResult = Literal["ok", "failed"]
-_LEVELS: dict[str, Level] = {"debug": "debug", "info": "info", "warning": "warning",
-                             "error": "error"}
 
 
 class _Series:
@@ -428,9 +426,6 @@ class Telemetry:
                              "dropped there (the other outputs have them), and it is "
                              "tried again with the next ones")
 
-    def notice(self, notice: Notice | str, level: str = "info", **fields: Any) -> None:
-        """Something worth a log line and no counter: a typed `Notice`, or a name and a level
-        (the sources' file and journal notices, named after their kind)."""
-        if isinstance(notice, str):
-            notice = Notice(notice, _LEVELS.get(level, "info"))
+    def notice(self, notice: Notice, **fields: Any) -> None:
+        """Something worth a log line and no counter, as one of `selflog`'s notices."""
         self._log.log(notice, **fields)

@@ -180,16 +180,20 @@ class FileSetModel(RuleBasedStateMachine):
         self.driver.poll()
 
     @precondition(lambda self: self.rest is None)
-    @rule()
-    def copy_in_a_lookalike(self) -> None:
+    @rule(restart=st.booleans())
+    def copy_in_a_lookalike(self, restart: bool) -> None:
         """A copy that no truncation follows (a log copied in for a post-mortem): a file of its
-        own, read in full once its original has not shrunk for `rotate_wait`."""
+        own, read in full once its original has not shrunk for `rotate_wait` — also when the
+        daemon restarts while it waits."""
         self.driver.poll()
         self.generation += 1
         copy = self.logs / f"server.log.copy{self.generation}"
         shutil.copyfile(self.log, copy)
         self.expected.update(copy.read_bytes().splitlines(keepends=True))
         self.driver.poll()
+        if restart:
+            self.driver.restart()
+            self.driver.poll()
         self.driver.now += ROTATE_WAIT
         self.driver.poll()
         self.driver.poll()
@@ -257,3 +261,58 @@ FileSetModel.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_file_set_model = FileSetModel.TestCase
+
+
+def test_a_lookalike_parked_across_a_restart_is_read_from_its_start(tmp_path):
+    """A copy of the live file that no truncation follows is parked as a candidate copy at the
+    offset it would be read from if it were one (its end here). Stopped and started while it
+    waits, it is judged again, not resumed there: read in full once its original has not shrunk
+    for `rotate_wait`. Before: its parked offset was checkpointed, the restart resumed from it,
+    and every line before it was lost."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "server.log"
+    log.touch()
+    d = Driver(logs, tmp_path / "state")
+    d.poll()
+    written = b"".join(line(n) for n in range(100))
+    log.write_bytes(written)
+    d.poll()
+    shutil.copyfile(log, logs / "server.log.copy")
+    d.poll()
+    assert [f.path for f in d.fs.files.values() if f.candidate_copy] == [str(logs / "server.log.copy")]
+    d.restart()
+    d.poll()
+    d.now += ROTATE_WAIT
+    d.poll()
+    d.poll()
+    expected = Counter(written.splitlines(keepends=True) * 2)
+    assert d.delivered == expected, f"lost: {sorted(expected - d.delivered)[:3]}"
+    d.fs.close_all()
+
+
+def test_a_copy_parked_across_a_restart_is_still_read_once(tmp_path):
+    """The same restart with a real copytruncate: the copy, judged again after the start, waits
+    for its original's truncation and is read from where the original was left — no line twice."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "server.log"
+    log.touch()
+    d = Driver(logs, tmp_path / "state")
+    d.poll()
+    log.write_bytes(b"".join(line(n) for n in range(100)))
+    d.poll()
+    with open(log, "ab") as f:
+        f.write(b"".join(line(n) for n in range(100, 120)))
+    shutil.copyfile(log, logs / "server.log.1")
+    d.poll()
+    assert [f.path for f in d.fs.files.values() if f.candidate_copy] == [str(logs / "server.log.1")]
+    d.restart()
+    d.poll()
+    os.truncate(log, 0)
+    with open(log, "ab") as f:
+        f.write(b"".join(line(n) for n in range(120, 150)))
+    d.poll()
+    d.poll()
+    assert d.delivered == Counter(line(n) for n in range(150))
+    d.fs.close_all()

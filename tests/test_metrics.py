@@ -300,7 +300,7 @@ def test_telemetry_logs_floods_at_most_once_per_interval_and_counts_all():
 
 
 def test_notices_are_typed_and_pass_the_rate_limit_and_redaction_processors():
-    """A typed notice is logged at its own level; a source's named notice at the level it gives;
+    """A typed notice is logged at its own level, a file source's too;
     every field is redacted once (a pattern matching its own mask tells one pass from two); a
     quiet notice is held back within `quiet_for`, then says how many were."""
     registry = CollectorRegistry()
@@ -309,7 +309,7 @@ def test_notices_are_typed_and_pass_the_rate_limit_and_redaction_processors():
     tel = Telemetry(registry, log, redactor=Redactor([r"(?P<keep>pin=)(?P<secret>\S)"]),
                     quiet_for=10.0, clock=lambda: now[0])
     tel.notice(selflog.SETTING_NOT_RELOADED, setting="metrics_addr", hint="pin=4711")
-    tel.notice("file_opened", level="warning", path="/var/log/x.log")
+    tel.notice(selflog.FILE_UNREADABLE, path="/var/log/x.log")
     quiet = selflog.Notice("test_flood", "error", quiet=True)
     for _ in range(3):
         tel.notice(quiet, n=1)
@@ -319,7 +319,7 @@ def test_notices_are_typed_and_pass_the_rate_limit_and_redaction_processors():
     tel.notice(selflog.SETTING_NOT_RELOADED, hint="pin=4711")
     assert calls(log) == [
         ("warning", "setting_not_reloaded", {"setting": "metrics_addr", "hint": "pin=***711"}),
-        ("warning", "file_opened", {"path": "/var/log/x.log"}),
+        ("warning", "file_unreadable", {"path": "/var/log/x.log"}),
         ("error", "test_flood", {"n": 1}),
         ("error", "test_flood", {"n": 1, "held_back": 2}),
         ("warning", "setting_not_reloaded", {"hint": "pin=4711"}),

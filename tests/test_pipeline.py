@@ -5,6 +5,8 @@ from __future__ import annotations
 from matcher.catalog.load import validate_record
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
+from matcher.redact import Redactor
+from matcher.sinks.events import event_dict
 from matcher.types import Chunk, Line
 
 VALUE = {"id": "value-test", "messagePattern": r"Cannot find model module",
@@ -104,3 +106,39 @@ def test_journal_lines_enter_at_the_framer_and_are_held_like_file_lines():
     assert f.pipeline.checkpoint_offset("journal") == 101
     assert [(e.source, e.offset) for e in f.pipeline.finish()] == [("journal", 101)]
     assert f.pipeline.checkpoint_offset("journal") == 104
+
+
+class _CountingRedactor(Redactor):
+    """Counts the texts holding `mark` that go through redaction."""
+
+    def __init__(self, mark: str) -> None:
+        super().__init__()
+        self.mark = mark
+        self.passes = 0
+
+    def text(self, value: str) -> str:
+        self.passes += self.mark in value
+        return super().text(value)
+
+
+def test_a_line_cut_at_max_line_bytes_is_redacted_once_before_its_event():
+    """A traceback line cut at `max_line_bytes`, in a traceback longer than the 8 KiB an event
+    keeps: the aggregator redacts the whole traceback before its cut, and that is the one pass
+    over the line — the pipeline drops only the run at the cut that may be a secret's head.
+    Before, the pipeline redacted the cut line as well: every byte of it twice."""
+    keep = 16 * 1024
+    head = b"ValueError: Cannot find model module. api_key=sk-" + b"a" * 30 + b" "
+    filler = b"x " * ((keep - len(head) - 10) // 2)
+    line = head + filler + b"hf_" + b"b" * 40  # cut 10 bytes into the token: `hf_bbbbbbb`
+    r = _CountingRedactor("api_key=")
+    engine = Engine([validate_record(VALUE, "t.json", 0, "curated")])
+    p = Pipeline(engine, max_line_bytes=keep, redactor=r)
+    data = INIT + HEADER + FRAME + line + b"\n" + NEXT
+    events = p.feed(Chunk(data, "s", len(data)), 0.0).events + p.finish()
+    [event] = [e for e in events if e.pattern_id == "value-test"]
+    assert r.passes == 1
+    assert event.traceback is not None and len(event.traceback) < keep
+    emitted = event_dict(event, Redactor())  # what every sink is given: redacted
+    for text in (emitted["traceback"], emitted["message"]):
+        assert "sk-aaaa" not in text and "api_key=***" in text
+        assert "hf_b" not in text, text[-40:]

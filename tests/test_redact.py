@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from matcher.catalog import load_catalog
 from matcher.commands.scan import cmd_scan
-from matcher.redact import _SEEN_MAX, Redactor
+from matcher.redact import _SEEN_MAX, Redactor, without_cut_value
 
 secret = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
                  min_size=28, max_size=40).map(lambda s: "Zq" + s)
@@ -153,11 +153,15 @@ def test_what_only_looks_like_a_secret_is_kept(text):
 
 
 def test_a_cut_text_loses_what_may_be_a_secrets_head():
+    """A line cut unseen loses its last value (`without_cut_value`); what stays is redacted
+    once, as the record it joins is."""
     r = Redactor()
-    assert r.truncated("connect redis://:pa") == "connect redis://:"
-    assert r.truncated("x api_key='pass wo") == "x api_key='***'"
-    assert r.truncated("fetch with sk-abc") == "fetch with "
-    assert r.truncated("postgres://u:p@ss@db.int") == "postgres://u:***@"
+    assert r.text(without_cut_value("connect redis://:pa")) == "connect redis://:"
+    assert r.text(without_cut_value("x api_key='pass wo")) == "x api_key='***'"
+    assert r.text(without_cut_value("x api_key='pass wo") + "\n  next line") \
+        == "x api_key='***'\n  next line"
+    assert r.text(without_cut_value("fetch with sk-abc")) == "fetch with "
+    assert r.text(without_cut_value("postgres://u:p@ss@db.int")) == "postgres://u:***@"
     assert r.cut("api_key='abcdef' and more", 12) == "api_key='***"
 
 

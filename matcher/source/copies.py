@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from matcher.selflog import FILE_OPENED, FILE_RELEASED
 from matcher.source.identity import (
     TAIL_BYTES,
     FileIdentity,
@@ -169,7 +170,7 @@ class Copies:
         f.parked = None if start.wait is None else Parked(start.wait, size, now, start.original)
         f.start_at(start.offset)
         f.busy = f.parked is None  # decided to be read: at its next turn
-        self.notify(SourceNotice("opened", f.path, f"{start.how} at offset {start.offset}"))
+        self.notify(SourceNotice(FILE_OPENED, f.path, f"{start.how} at offset {start.offset}"))
 
     def _check_candidate(self, f: OpenFile, now: float) -> None:
         """A candidate copy is read as a new file, from its start, unless its original shrinks
@@ -190,7 +191,7 @@ class Copies:
             f.start_at(0)
             f.busy = True  # read at its next turn, not at the next sweep
             self.notify(SourceNotice(
-                "released", f.path, f"looked like a copy of "
+                FILE_RELEASED, f.path, f"looked like a copy of "
                 f"{original.path if original else 'a followed file'}, but {why}: read as a new "
                 f"file from its start", f.pattern))
 
@@ -204,8 +205,8 @@ class Copies:
             copy.busy = True
             copy.start_at(min(s.offset, copy.size()))
             self.notify(SourceNotice(
-                "opened", copy.path, f"copy of truncated {original.path}: reading from "
-                                     f"offset {copy.state.offset}"))
+                FILE_OPENED, copy.path, f"copy of truncated {original.path}: reading from "
+                                        f"offset {copy.state.offset}"))
 
     def _candidates_of(self, inode: tuple[int, int]) -> Iterable[OpenFile]:
         return [f for f in self.files.values()

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from matcher.selflog import Notice
+
 
 class SourceEvents(Protocol):
     """What every source reports: lines read, notices with no counter, errors."""
 
     def lines(self, source: str, n: int, nbytes: int) -> None: ...
-    def notice(self, notice: str, level: str = "info", **fields: Any) -> None: ...
+    def notice(self, notice: Notice, **fields: Any) -> None: ...
     def pipeline_error(self, stage: str, error_type: str | BaseException,
                        **fields: Any) -> None: ...
 

@@ -37,6 +37,15 @@ import stat
 import time
 from collections.abc import Callable
 
+from matcher.selflog import (
+    FILE_CLOSED,
+    FILE_OPENED,
+    FILE_POLLED,
+    FILE_RECOVERED,
+    FILE_ROTATED,
+    FILE_TRUNCATED,
+    FILE_UNREADABLE,
+)
 from matcher.source.budget import DescriptorBudget
 from matcher.source.checkpoint import CheckpointState, FileCheckpoint
 from matcher.source.copies import Copies, Start
@@ -234,7 +243,7 @@ class FileSet:
                 continue
             if f.gone_since is None:
                 f.gone_since = now
-                self.notices.append(SourceNotice("rotated", f.path, "no longer at its path; "
+                self.notices.append(SourceNotice(FILE_ROTATED, f.path, "no longer at its path; "
                                                  "reading it to its end", f.pattern))
             if now - max(f.gone_since, f.last_growth) >= self.rotate_wait \
                     and f.state.offset >= f.size():
@@ -266,7 +275,7 @@ class FileSet:
             return
         if path in self._unreadable:
             del self._unreadable[path]
-            self.notices.append(SourceNotice("recovered", path, "readable again"))
+            self.notices.append(SourceNotice(FILE_RECOVERED, path, "readable again"))
         try:
             ident, head = identify(fd, self.fingerprint_bytes)
             st = os.fstat(fd)
@@ -292,10 +301,11 @@ class FileSet:
             f.parked = Parked(start.wait, st.st_size, now, start.original)
         f.start_at(start.offset)
         self.files[ident.inode_key] = f
-        self.notices.append(SourceNotice("opened", path, f"{start.how} at offset {start.offset}"))
+        self.notices.append(SourceNotice(FILE_OPENED, path,
+                                         f"{start.how} at offset {start.offset}"))
         if f.hard_linked:
             self.notices.append(SourceNotice(
-                "polled", path, "also named elsewhere (a hard link): writes through that name "
+                FILE_POLLED, path, "also named elsewhere (a hard link): writes through that name "
                 "are no inotify event here, so it is read every poll"))
         if over_budget:
             self.sleep(f, self.wall())  # at its end: followed, without a descriptor until it grows
@@ -360,7 +370,8 @@ class FileSet:
         self.copies.truncated(f, self.clock())
         f.start_at(0)
         s.identity, s.head = identify(f.fd, self.fingerprint_bytes)
-        self.notices.append(SourceNotice("truncated", f.path, "restarting at offset 0", f.pattern))
+        self.notices.append(SourceNotice(FILE_TRUNCATED, f.path, "restarting at offset 0",
+                                         f.pattern))
         return True
 
     def refresh_identity(self, f: OpenFile) -> None:
@@ -381,8 +392,11 @@ class FileSet:
 
     def checkpoint(self, f: OpenFile, offset: int, now: float) -> None:
         """Put `f`'s position in the checkpoint state (the store decides what changed)."""
-        if f.maybe_copy or f.dormant:
-            return  # nothing read from it yet / checkpointed when it was put to sleep
+        if f.parked is not None or f.dormant:
+            # Parked: nothing read from it yet, and its offset is where it would be read from
+            # if it proves a copy — a restart judges it again (saved there, a lookalike was
+            # resumed past its head). Dormant: checkpointed when it was put to sleep.
+            return
         if self.saved_at(f, offset):
             return  # unchanged: an idle file costs nothing here (thousands of files, each turn)
         self.refresh_identity(f)
@@ -436,11 +450,11 @@ class FileSet:
         elif e.errno in (errno.EMFILE, errno.ENFILE):
             why += (" (descriptors exhausted: raise LimitNOFILE / `ulimit -n`, or lower "
                     "max_open_files; it is retried every poll)")
-        self.notices.append(SourceNotice("unreadable", path, why))
+        self.notices.append(SourceNotice(FILE_UNREADABLE, path, why))
 
     def close(self, f: OpenFile) -> None:
         self.budget.close(f)
-        self.notices.append(SourceNotice("closed", f.path, f"at offset {f.state.offset}"))
+        self.notices.append(SourceNotice(FILE_CLOSED, f.path, f"at offset {f.state.offset}"))
 
     def close_all(self) -> None:
         for f in list(self.files.values()):

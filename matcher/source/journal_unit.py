@@ -6,6 +6,7 @@ journal cursors, saved only for entries whose lines the pipeline is done with.
 
 from __future__ import annotations
 
+from matcher.selflog import JOURNAL_NOTICES
 from matcher.source.checkpoint import CheckpointState
 from matcher.source.events import SourceEvents
 from matcher.source.journald import JournalSource
@@ -26,8 +27,7 @@ class JournalUnit:
 
     def read(self, now: float, intake: Intake) -> bool:
         for status in self.journal.poll():
-            level = "info" if status.kind in ("started", "finished") else "warning"
-            self.telemetry.notice(f"journal_{status.kind}", level=level, source=self.name,
+            self.telemetry.notice(JOURNAL_NOTICES[status.kind], source=self.name,
                                   detail=status.message)
         lines = self.journal.read(ENTRIES_PER_TURN)
         if not lines:

@@ -12,6 +12,7 @@ import enum
 import os
 from dataclasses import dataclass, field
 
+from matcher.selflog import Notice
 from matcher.source.identity import TAIL_BYTES, FileIdentity, bytes_before
 
 
@@ -19,7 +20,7 @@ from matcher.source.identity import TAIL_BYTES, FileIdentity, bytes_before
 class SourceNotice:
     """Something about a source the operator may want to know; the daemon logs and counts it."""
 
-    kind: str  # rotated | truncated | opened | closed | unreadable | recovered | released
+    notice: Notice  # one of `selflog`'s FILE_* notices
     path: str
     detail: str = ""
     pattern: str = ""

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from matcher import selflog
 from matcher.config import Config
 from matcher.source.budget import DescriptorBudget, descriptor_budget
 from matcher.source.checkpoint import CheckpointState
@@ -257,20 +258,20 @@ class FileSource:
                         hint="raise LimitNOFILE (ulimit -n) or lower max_open_files; files "
                              "already followed are kept, not taken for gone")
                 elif found.problems:
-                    self.telemetry.notice("listing_failed", level="warning", path=pattern,
+                    self.telemetry.notice(selflog.LISTING_FAILED, path=pattern,
                                           detail="; ".join(found.problems[:5]),
                                           hint="files already followed are kept; retried "
                                                "every poll")
                 if found.capped:
                     self.telemetry.notice(
-                        "discovery_capped", level="warning", path=pattern,
+                        selflog.DISCOVERY_CAPPED, path=pattern,
                         detail=f"stopped after {found.entries} directory entries",
                         hint="narrow the glob, or raise max_walk_entries")
             if followed.get(pattern, 0) == 0 and found.complete:
                 last = self._nothing_said.get(pattern)
                 if last is None or now - last >= NOTHING_REPORT_INTERVAL:
                     self._nothing_said[pattern] = now
-                    self.telemetry.notice("path_matches_nothing", level="warning",
+                    self.telemetry.notice(selflog.PATH_MATCHES_NOTHING,
                                           path=pattern, detail=why_nothing(pattern))
             else:
                 self._nothing_said.pop(pattern, None)
@@ -394,14 +395,14 @@ class FileSource:
             self._notice(n)
 
     def _notice(self, n: SourceNotice) -> None:
-        """Each file event is logged and counted in one place: telemetry."""
-        if n.kind == "rotated":
+        """Each file event is logged and counted in one place: telemetry (rotations and
+        truncations have counters of their own)."""
+        if n.notice is selflog.FILE_ROTATED:
             self.telemetry.rotated(n.pattern, path=n.path, detail=n.detail)
-        elif n.kind == "truncated":
+        elif n.notice is selflog.FILE_TRUNCATED:
             self.telemetry.truncated(n.pattern, path=n.path, detail=n.detail)
         else:
-            level = "warning" if n.kind in ("unreadable", "released") else "info"
-            self.telemetry.notice(f"file_{n.kind}", level=level, path=n.path, detail=n.detail)
+            self.telemetry.notice(n.notice, path=n.path, detail=n.detail)
 
     # -- inotify -----------------------------------------------------------------------------
 
@@ -440,7 +441,7 @@ class FileSource:
                 state = "made: watched now"
             else:
                 state = "made anew: watched again"
-            self.telemetry.notice("watch_rearmed", level="warning", directory=d,
+            self.telemetry.notice(selflog.WATCH_REARMED, directory=d,
                                   detail=f"the watched directory was {state}")
 
     def start_watching(self) -> None:
@@ -486,7 +487,7 @@ class FileSource:
                 watched.add(directory)
                 covered += 1
             except OSError as e:
-                self.telemetry.notice("watch_failed", level="warning", directory=directory,
+                self.telemetry.notice(selflog.WATCH_FAILED, directory=directory,
                                       detail=str(e))
         if watched:
             observer.daemon = True

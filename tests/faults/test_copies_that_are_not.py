@@ -12,6 +12,8 @@ from pathlib import Path
 
 from test_copytruncate_race import Reader, append, exactly, lines
 
+from matcher import selflog
+
 LAUNCH_ERROR = Path(__file__).resolve().parents[1] / "fixtures/sglang/launch/argparse_invalid_int.log"
 
 
@@ -50,7 +52,7 @@ def test_a_lookalike_that_its_original_never_follows_by_shrinking_is_read_as_new
     assert [f for f in r.fs.files.values() if f.parked is not None] == []
     replica = next(bytes(b) for sid, b in r.got.items() if "replica" in sid)
     assert replica == lines(0, 100)
-    released = [n for n in r.fs.take_notices() if n.kind == "released"]
+    released = [n for n in r.fs.take_notices() if n.notice is selflog.FILE_RELEASED]
     assert len(released) == 1 and "did not shrink within 5 s" in released[0].detail
 
 
@@ -88,4 +90,4 @@ def test_truncated_and_rewritten_within_one_poll_with_the_same_first_bytes(tmp_p
     r.poll()
     got = r.lines()
     assert all(got[line] == 1 for line in lines(1000, 1100).splitlines())
-    assert any(n.kind == "truncated" for n in r.fs.take_notices())
+    assert any(n.notice is selflog.FILE_TRUNCATED for n in r.fs.take_notices())

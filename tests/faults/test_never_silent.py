@@ -351,3 +351,62 @@ def test_every_configured_glob_has_a_files_followed_series_before_any_walk(tmp_p
                max_open_files=64, clock=time.monotonic, wall=time.time, wake=lambda: None,
                should_stop=lambda: False)
     assert seen.followed == dict.fromkeys(globs, 0)
+
+
+def test_the_file_source_says_everything_with_selflogs_typed_notices(tmp_path):
+    """What the files source says — a file opened, released from its wait as a lookalike,
+    closed once rotated away and quiet, a glob that matches nothing — goes out as one of
+    `selflog`'s typed notices, its name and level declared once beside the others, not as a
+    name and a level made up where it is said."""
+    import shutil
+
+    from matcher import selflog
+    from matcher.config import Config
+    from matcher.source.checkpoint import CheckpointState
+    from matcher.source.tail import FileSource
+    from matcher.types import Fed
+
+    declared = {v for v in vars(selflog).values() if isinstance(v, selflog.Notice)}
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.said: list[object] = []
+
+        def notice(self, notice, **fields) -> None:
+            self.said.append(notice)
+
+        def __getattr__(self, name: str):
+            return lambda *a, **k: None
+
+    class Intake:
+        def chunk(self, chunk, now):
+            return Fed([])
+
+        def __getattr__(self, name: str):
+            return lambda *a, **k: None
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "server.log").write_text("".join(f"line {i}\n" for i in range(50)))
+    told = Recorder()
+    now = [100.0]
+    config = Config(paths=(str(logs / "server.log*"), str(tmp_path / "none" / "*.log")),
+                    state_dir=tmp_path / "state", from_beginning=True)
+    source = FileSource(config, CheckpointState(), told, max_open_files=64,
+                        clock=lambda: now[0], wall=lambda: now[0], wake=lambda: None,
+                        should_stop=lambda: False)
+    intake = Intake()
+    source.read(now[0], intake)
+    shutil.copyfile(logs / "server.log", logs / "server.log.replica")  # a lookalike
+    for step in (0.1, config.rotate_wait, 0.1):
+        now[0] += step
+        source.discover(intake)
+        source.read(now[0], intake)
+    (logs / "server.log.replica").rename(tmp_path / "moved.log")  # out of the glob
+    for step in (0.1, config.rotate_wait + 1, 0.1):
+        now[0] += step
+        source.discover(intake)
+    names = [getattr(n, "name", n) for n in told.said]
+    assert {"file_opened", "file_released", "file_closed", "path_matches_nothing"} <= set(names)
+    assert [n for n in told.said if n not in declared] == []
+    source.close()
