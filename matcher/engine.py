@@ -86,12 +86,16 @@ def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Matc
     message was made (`frames.message_sites`), at some release that has the record. Else the
     message is a look-alike — the interpreter's own `'X' object has no attribute 'y'`, or
     the same words raised elsewhere — and the event would name a site the log contradicts:
-    the match is dropped, and another record (or none) speaks for the exception."""
+    the match is dropped, and another record (or none) speaks for the exception. A record of a
+    dependency's source (no file in sglang: `deps`, `flashinfer`, `sgl-kernel`) is not a site
+    of sglang's, and sglang's frames, which call into it, do not contradict it."""
     sites: dict[tuple[str, str], tuple[str, ...]] | None = None
     for i, (_, m) in list(best.items()):
         rec = m.pattern
         if m.on_header or rec.peek("layer") != "generated" or rec.peek("raised_in") is not None:
             continue
+        if not _sites(rec):
+            continue  # a dependency's site (flashinfer, torch): sglang's frames only call it
         if sites is None:
             sites = {(exc.error_class, exc.message): message_sites(f) for exc, f in
                      zip(record.exceptions, frames_by_exception(record), strict=True)}
