@@ -229,3 +229,13 @@ def test_a_dependency_record_is_not_dropped_by_sglangs_frames(tmp_path):
 
 def _family_id() -> str:
     return record_id("family\nerror")
+
+
+def test_an_architecture_check_outside_an_area_still_says_where_to_go():
+    """flashinfer 0.3.1's `compilation_context.py`: a kernel asked for on a GPU of another
+    major version (the line of sglang#13342, train split, is this message)."""
+    got = remedy_for("flashinfer/compilation_context.py",
+                     "No supported CUDA architectures found for major versions "
+                     "{supported_major_versions}.")
+    assert got.area == "other" and got.fix_actions == ()
+    assert any("FLASHINFER_CUDA_ARCH_LIST" in s for s in got.solutions)

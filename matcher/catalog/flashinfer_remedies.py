@@ -71,6 +71,14 @@ BF16_SM75 = re.compile(r"bf16 on sm75", re.I)
 SHAPE = re.compile(r"Unsupported (?:head_dim|group_size|page_size|num_qo_heads|head size)|"
                    r"head_dim_(?:qk|vo)", re.I)
 INTERNAL = re.compile(r"Internal Error|please report this bug", re.I)
+# flashinfer's JIT builds for the architectures FLASHINFER_CUDA_ARCH_LIST names, else for the
+# GPUs it sees (`compilation_context.py`, 0.3 on).
+ARCH_ELSEWHERE = (
+    "Run on a GPU the kernel supports, or launch sglang with a backend that does not call this "
+    "flashinfer kernel (the traceback's sglang frames say which: attention → `--attention-backend "
+    "triton`, MoE → `--moe-runner-backend triton`, sampling → `--sampling-backend pytorch`). If "
+    "FLASHINFER_CUDA_ARCH_LIST is set, it must name this GPU's architecture: flashinfer builds "
+    "its kernels for the architectures it lists, else for the GPUs it sees.")
 PIN = ("Install the flashinfer-python release your sglang release pins (`pip install "
        "\"sglang[all]==<your release>\"` puts it back; `pip show flashinfer-python` says which "
        "one runs): sglang calls flashinfer's kernels as that release defines them.")
@@ -95,6 +103,8 @@ def remedy_for(path: str, text: str) -> Remedy:
     elif ARCH.search(text):
         doc += (" The kernel is built for, or runs on, only some GPU architectures, and this GPU "
                 "is not one of them.")
+        if not area.way:
+            solutions.append(ARCH_ELSEWHERE)
     elif SHAPE.search(text):
         doc += " The kernel does not support this model's attention shape (head size or grouping)."
     elif INTERNAL.search(text):
