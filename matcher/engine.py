@@ -94,7 +94,9 @@ def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Matc
     the match is dropped, and another record (or none) speaks for the exception. A message of
     an import or a lookup (`cannot import name …`, `module 'P' has no attribute …`, the records
     of `matcher.catalog.mismatch`) is made at whichever frame ran it: it has no site to
-    contradict."""
+    contradict. A record of a dependency's source (no file in sglang: `deps`, `flashinfer`,
+    `sgl-kernel`) is not a site of sglang's, and sglang's frames, which call into it, do not
+    contradict it."""
     sites: dict[tuple[str, str], tuple[str, ...]] | None = None
     for i, (_, m) in list(best.items()):
         rec = m.pattern
@@ -102,6 +104,8 @@ def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Matc
             continue
         if rec.peek("generator") == IMPORT_MESSAGES:
             continue
+        if not _sites(rec):
+            continue  # a dependency's site (flashinfer, torch): sglang's frames only call it
         if sites is None:
             sites = {(exc.error_class, exc.message): message_sites(f) for exc, f in
                      zip(record.exceptions, frames_by_exception(record), strict=True)}

@@ -402,6 +402,43 @@ _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "
                             "decltype", "alignof", "static_assert", "defined"})
 
 
+def _opening(toks: list[Tok], close: int) -> int | None:
+    """The index of the bracket that `toks[close]` (`)` or `}`) closes, searching backwards."""
+    want = {")": "(", "}": "{"}[toks[close].text]
+    depth = 0
+    for j in range(close, -1, -1):
+        if toks[j].text == toks[close].text:
+            depth += 1
+        elif toks[j].text == want:
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def _constructor_of(toks: list[Tok], k: int) -> str | None:
+    """When `toks[k]` names the last member of a constructor's initializer list (`C(…) : a(x),
+    b(y) {`), the constructor's name (`__func__` in its body), else None."""
+    j = k - 1
+    while j > 0 and toks[j].text == ",":
+        if toks[j - 1].text not in (")", "}"):
+            return None
+        opening = _opening(toks, j - 1)
+        if opening is None or opening < 2 or toks[opening - 1].kind != "ident":
+            return None
+        j = opening - 2
+    if j < 1 or toks[j].text != ":":
+        return None
+    while j > 0 and toks[j - 1].text in ("noexcept", "override", "final"):
+        j -= 1
+    if toks[j - 1].text != ")":
+        return None
+    opening = _opening(toks, j - 1)
+    if opening is None or opening < 1 or toks[opening - 1].kind != "ident":
+        return None
+    return toks[opening - 1].text
+
+
 def _function_owners(toks: list[Tok]) -> list[str]:
     """For each token, the function whose body holds it (`__func__`: the bare name; a lambda's
     body is `operator()`)."""
@@ -426,7 +463,7 @@ def _function_owners(toks: list[Tok]) -> list[str]:
         if prev is not None and prev.text == "]":
             name = "operator()"
         elif prev is not None and prev.kind == "ident" and prev.text not in _NOT_FUNCTIONS:
-            name = prev.text
+            name = _constructor_of(toks, i - 1) or prev.text
         else:
             continue
         spans.append((j, _close(toks, j), name))

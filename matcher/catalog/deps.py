@@ -2,7 +2,7 @@
 
 `python -m matcher.catalog.deps` reads, for each package in `SCOPES` and each version chosen
 (`choose`: the newest version some sglang release pins, plus a few older pinned ones), the
-package's Python files in scope — flashinfer, xgrammar, outlines, sgl-kernel's Python,
+package's Python files in scope — xgrammar, outlines, sgl-kernel's Python,
 compressed-tensors, tokenizers' Python layer, triton's Python, transformers' loading, config and
 tokenizer modules, torch's `torch/cuda`, `torch/distributed`, `torch/_dynamo`, `torch/nn/modules`
 — with `extract.extract_module` (the same site finding as sglang's own catalog), merges the
@@ -57,19 +57,22 @@ def _either(*scopes: Callable[[str], bool]) -> Callable[[str], bool]:
     return lambda path: any(s(path) for s in scopes)
 
 
-# distribution → (which of its files are read, how many older pinned versions besides the newest).
-# flashinfer: the modules sglang calls for attention, sampling, norm, rope, quantization, its
-# JIT builds and allreduce — not the rest (vendored cutlass and cccl, kernels written in a
-# Python DSL, MoE/GEMM/MLA backends, experimental packages: 7,000 more sites in 0.7.x), and its
-# newest pinned release only. Left out of torch: its training-side torch.distributed
-# subpackages (FSDP, DTensor, pipelining, checkpointing, RPC), which an inference server does
-# not run; torch._dynamo's per-type `variables/` raise graph breaks, not failures.
+# flashinfer's modules sglang calls for attention, sampling, norm, rope, quantization, its JIT
+# builds (and the compilation context that picks their GPU architectures) and allreduce — not
+# the rest (vendored cutlass and cccl, kernels written in a Python DSL, MoE/GEMM/MLA backends,
+# experimental packages: 7,000 more sites in 0.7.x). They are read by `matcher.catalog.flashinfer`
+# (over every minor line sglang pins, with flashinfer's C++ checks), not here.
+FLASHINFER_SCOPE: Callable[[str], bool] = _either(
+    _under(*(f"flashinfer/{m}.py" for m in (
+        "__init__", "prefill", "decode", "sampling", "activation", "rope", "cascade", "page",
+        "utils", "quantization", "fp4_quantization", "fp8_quantization", "topk", "norm",
+        "compilation_context"))),
+    _top_files("flashinfer/jit/", "flashinfer/comm/", "flashinfer/norm/"))
+# distribution → (which of its files are read, how many older pinned versions besides the
+# newest). Left out of torch: its training-side torch.distributed subpackages (FSDP, DTensor,
+# pipelining, checkpointing, RPC), which an inference server does not run; torch._dynamo's
+# per-type `variables/` raise graph breaks, not failures.
 SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
-    "flashinfer-python": (_either(
-        _under(*(f"flashinfer/{m}.py" for m in (
-            "__init__", "prefill", "decode", "sampling", "activation", "rope", "cascade", "page",
-            "utils", "quantization", "fp4_quantization", "fp8_quantization", "topk"))),
-        _top_files("flashinfer/jit/", "flashinfer/comm/", "flashinfer/norm/")), 0),
     "xgrammar": (_under("xgrammar/"), 3),
     "outlines": (_under("outlines/"), 2),
     "sglang-kernel": (_under("sgl_kernel/"), 2),
