@@ -50,7 +50,9 @@ def answered(events: list[Event], record: CatalogRecord | None,
         lines = history()
         if lines is None:
             return out
-        run = _holding(lines.runs(at.path, at.source_line), known(e.source))
+        releases = known(e.source)
+        run = (lines.lone_run(at.path, at.source_line) if releases is None
+               else _holding(lines.runs(at.path, at.source_line), releases))
         if run is None:
             continue
         if out is events:
@@ -59,10 +61,9 @@ def answered(events: list[Event], record: CatalogRecord | None,
     return out
 
 
-def _holding(runs: list[Run], known: Releases | None) -> Run | None:
+def _holding(runs: list[Run], known: Releases) -> Run | None:
     """The run the log's line is from, when one is, and a later release lost the line."""
-    holding = runs if known is None else [
-        r for r in runs if known.intersect(Releases.of((f"{r.first}..{r.last}",)))]
+    holding = [r for r in runs if known.intersect(Releases.of((f"{r.first}..{r.last}",)))]
     return holding[0] if len(holding) == 1 and holding[0].after is not None else None
 
 

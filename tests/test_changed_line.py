@@ -44,6 +44,8 @@ def test_the_shipped_history_knows_when_a_line_left() -> None:
     runs = history.runs("sglang/srt/layers/linear.py",
                         "assert param_data.shape == loaded_weight.shape")
     assert len(runs) == 2 and runs[-1].after is None
+    assert history.lone_run("sglang/srt/layers/linear.py",
+                            "assert param_data.shape == loaded_weight.shape") is None
     assert history.runs("sglang/srt/layers/linear.py", "no such line in sglang") == []
 
 
@@ -75,7 +77,6 @@ def test_the_release_the_log_is_from_picks_the_run(engine: Engine) -> None:
 
 def test_a_line_that_came_back_has_no_answer_without_the_release() -> None:
     back = [Run("0.1.22", "0.2.11", "0.2.12"), Run("0.3.1.post3", "0.5.23", None)]
-    assert changed_line._holding(back, None) is None
     assert changed_line._holding(back, Releases.of(("0.2.5",))) == back[0]
     assert changed_line._holding(back, Releases.of(("0.4.0",))) is None  # still there
 
@@ -133,3 +134,19 @@ def test_the_report_keeps_two_changed_lines_apart(engine: Engine) -> None:
               if e.pattern_id == changed_line.RECORD_ID]
     assert len(events) == 2 and "fingerprint" not in events[0]
     assert len(group_events(events)) == 2
+
+
+def test_catalog_test_proves_the_record_by_its_example_and_refuses_another(engine: Engine) -> None:
+    import json
+
+    from matcher.catalog.check import check_examples
+    from matcher.catalog.load import validate_record
+
+    frames = Path(__file__).resolve().parents[1] / "patterns" / "sglang" / "curated" / "frames.json"
+    raw = next(r for r in json.loads(frames.read_text()) if r["id"] == changed_line.RECORD_ID)
+    record = validate_record(raw, str(frames), 0, "curated")
+    assert check_examples(engine, [record]) == []
+    # A traceback whose line the newest release still has is not an example of it.
+    kept = (FIELD / "sglang-b" / "4431-bnb-lora-weight-loader-assert.log").read_text()
+    other = validate_record({**raw, "examples": {"match": [kept]}}, str(frames), 0, "curated")
+    assert [f.kind for f in check_examples(engine, [other])] == ["match"]

@@ -24,7 +24,7 @@ FOUNDATION = {"matcher", "matcher.atomic", "matcher.cache", "matcher.types", "ma
               "matcher.backoff", "matcher.redact", "matcher.wrappers"}
 CATALOG_DATA = {"matcher.catalog.schema", "matcher.catalog.load", "matcher.catalog.patterns",
                 "matcher.catalog.wording", "matcher.catalog.versions", "matcher.catalog.pep440",
-                "matcher.catalog.layers"}
+                "matcher.catalog.layers", "matcher.catalog.line_history"}
 ENGINE = {"matcher.engine", "matcher.compile", "matcher.stored_form", "matcher.prefilter",
           "matcher.frames", "matcher.framing",
           "matcher.precompiled"}

@@ -1,7 +1,9 @@
 """`catalog test`: every record's own examples prove it, against the whole compiled catalog.
 
 A `match` example must be recognized by its record — not merely matched, but chosen, so an
-example taken by a more specific record fails. A `noMatch` example must not be matched by the
+example taken by a more specific record fails; the record decided at event time
+(`sglang-changed-line`) needs a traceback no record takes, raised at a line a later release
+dropped. A `noMatch` example must not be matched by the
 record at all. Examples are framed exactly as a log would be, so a traceback example is tested
 the way the daemon will see it.
 """
@@ -11,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from matcher.catalog.line_history import History
 from matcher.catalog.schema import CatalogRecord
 from matcher.engine import Engine
+from matcher.frames import raising_frame
 from matcher.framing import Framer
 from matcher.types import Line, Record
 
@@ -49,7 +53,14 @@ def check_examples(
     for rec in records:
         if require_examples and not rec.examples_match:
             failures.append(ExampleFailure(rec, "none", "", "no examples.match lines"))
+        computed = rec.raised_in is not None and rec.raised_in.computed
         for example in rec.examples_match:
+            if computed:
+                if not _changed_line_example(engine, example):
+                    failures.append(ExampleFailure(
+                        rec, "match", example, "no traceback that no record takes, raised at "
+                        "an sglang line a later release dropped"))
+                continue
             framed = frame_text(example)
             winners = [m for m in (engine.match(r) for r in framed) if m is not None]
             if any(m.pattern.id == rec.id for m in winners):
@@ -66,3 +77,17 @@ def check_examples(
                     failures.append(ExampleFailure(rec, "noMatch", example, "matched, must not be"))
                     break
     return failures
+
+
+def _changed_line_example(engine: Engine, text: str) -> bool:
+    """An example of the record decided at event time (`matcher.changed_line`, the only one:
+    `raisedIn.source` `*`): a traceback no record takes, raised in sglang's code at a line the
+    line history says a later release dropped."""
+    history = History.load()
+    for record in frame_text(text):
+        frame = raising_frame(record) if record.kind == "traceback" else None
+        if frame is None or not frame.package_path.startswith("sglang/"):
+            continue
+        if engine.match(record) is None and history.lone_run(frame.package_path, frame.source):
+            return True
+    return False

@@ -101,6 +101,13 @@ class History:
         return sorted(out, key=lambda r: version_key(r.first))
 
 
+    def lone_run(self, path: str, line: str) -> Run | None:
+        """The one run of releases that held `line`, when a later release dropped it (a line
+        that came back has several: which one a log is from takes its release)."""
+        runs = self.runs(path, line)
+        return runs[0] if len(runs) == 1 and runs[0].after is not None else None
+
+
 class _Keys(Sequence[bytes]):
     """The entries' hashes as a sequence `bisect` can search."""
 
