@@ -250,20 +250,9 @@ class Aggregator:
             return out
         if match is not None and (match.pattern.role == "consequence"
                                   or self._follows(match.pattern.consequence_of, t, now,
-                                                   record.source)):
-            cause = self._last_cause
-            if cause is not None and cause.key in self._open and self._within(cause, t, now) \
-                    and cause.record.source == record.source:
-                if cause.match is not None and cause.match.pattern.id == match.pattern.id:
-                    cause.occurrences += 1  # the same message again (another GPU thread)
-                elif match.message not in cause.consequences:
-                    cause.consequences.append(match.message)
-                cause.hold(record)
-                return out
-            closed_cause = self._closed_cause
-            if closed_cause is not None and self._within(closed_cause, t, now) \
-                    and closed_cause.source == record.source:
-                return out
+                                                   record.source)) \
+                and self._taken_by_cause(record, match, t, now):
+            return out
         key = self._key(record, match)
         group = self._open.get(key)
         rank = record.rank_key
@@ -291,6 +280,24 @@ class Aggregator:
         if self.early and (not rank or set(expected) <= set(group.ranks)):
             out.append(self._close_early(group))
         return out
+
+    def _taken_by_cause(self, record: Record, match: Match, t: float | None,
+                        now: float) -> bool:
+        """A consequence (a record that only follows a failure) joins the open failure of its
+        source that it follows, as a repeat or a consequence of it; after one just closed it
+        is dropped. False: no such failure, the record stands alone."""
+        cause = self._last_cause
+        if cause is not None and cause.key in self._open and self._within(cause, t, now) \
+                and cause.record.source == record.source:
+            if cause.match is not None and cause.match.pattern.id == match.pattern.id:
+                cause.occurrences += 1  # the same message again (another GPU thread)
+            elif match.message not in cause.consequences:
+                cause.consequences.append(match.message)
+            cause.hold(record)
+            return True
+        closed_cause = self._closed_cause
+        return closed_cause is not None and self._within(closed_cause, t, now) \
+            and closed_cause.source == record.source
 
     def tick(self, now: float) -> list[Event]:
         now = self._arrive(now)

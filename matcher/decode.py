@@ -56,6 +56,15 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def _line_before_hit(body: bytes, pos: int, hit_end: int) -> int:
+    """Where reading resumes, from `pos`, for the hit whose line ends at `hit_end`: the start
+    of the line before the hit's line (`feed_sparse` yields both), not before `pos`."""
+    target = body.rfind(b"\n", pos, hit_end - 1) + 1
+    if target <= pos:
+        return pos
+    return max(body.rfind(b"\n", pos, target - 1) + 1, pos)
+
+
 class LineSplitter:
     """Splits the chunks of one source into `Line`s; one instance per source."""
 
@@ -164,16 +173,7 @@ class LineSplitter:
             if idle():
                 while i < len(found) and found[i] <= pos:
                     i += 1
-                if i == len(found):
-                    before = n
-                else:
-                    # The line holding the hit (which ends at found[i]), and the one before it.
-                    target = body.rfind(b"\n", pos, found[i] - 1) + 1
-                    if target <= pos:
-                        target = pos
-                    before = body.rfind(b"\n", pos, target - 1) + 1 if target > pos else pos
-                    if before < pos:
-                        before = pos
+                before = n if i == len(found) else _line_before_hit(body, pos, found[i])
                 if skippable is not None:
                     before = skippable(body, pos, before)
                 self._skip(body, pos, before, base)

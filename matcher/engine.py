@@ -135,8 +135,24 @@ def classes_agree(pattern_class: str | None, log_class: str) -> bool:
     return pattern_class.rsplit(".", 1)[-1] == log_class.rsplit(".", 1)[-1]
 
 
+def _framed_and_matched(records: Sequence[CatalogRecord],
+                        shipped: tuple[Store, set[int] | None] | None,
+                        ) -> tuple[tuple[CatalogRecord, ...], Sequence[CatalogRecord]]:
+    """The records that name their frame (`raisedIn`), and the others. The framed ones are not
+    searched for in messages: they are looked up by the frame that raised an exception, by its
+    file name or its source line (`Engine._framed_index`, made at the first exception). When
+    `shipped` is the whole shipped catalog, its stored split is taken as it is."""
+    if shipped is not None and shipped[1] is None:
+        return shipped[0].framed_records, shipped[0].matched_records
+    return (tuple(r for r in records if r.raised_in is not None),
+            [r for r in records if r.raised_in is None])
+
+
 class Engine:
     """A compiled catalog. `match` is pure apart from the timeout bookkeeping in `stats`."""
+
+    # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
+    chunk_prefilter: ChunkPrefilter | None
 
     def __init__(
         self,
@@ -157,18 +173,24 @@ class Engine:
         self.timeout = timeout
         self.messages_only = messages_only
         self.quarantine_after = quarantine_after
-        # Records that name their frame (`raisedIn`) are not searched for in messages: they are
-        # looked up by the frame that raised an exception, by its file name or its source line
-        # (`_framed_index`, made at the first exception).
+        self._empty_state()
         use_hs = use_hyperscan and hs is not None
         shipped = store_of(records) if use_hs else None
-        matched: Sequence[CatalogRecord]
-        self.framed: tuple[CatalogRecord, ...]
-        if shipped is not None and shipped[1] is None:  # the shipped catalog, all of it
-            self.framed, matched = shipped[0].framed_records, shipped[0].matched_records
-        else:
-            self.framed = tuple(r for r in records if r.raised_in is not None)
-            matched = [r for r in records if r.raised_in is None]
+        self.framed, matched = _framed_and_matched(records, shipped)
+        use_hs = use_hs and bool(matched)
+        rest = list(matched)
+        chunks: list[ChunkPrefilter | None] = []
+        if use_hs and shipped is not None:
+            rest = self._add_shipped(*shipped, rest, chunks)
+        if rest or not self._parts:
+            self._add_compiled(rest, use_hs, cache, progress, chunks)
+        if use_hs and chunks and all(c is not None for c in chunks):
+            self.chunk_prefilter = ChunkPrefilter.union([c for c in chunks if c is not None])
+
+    def _empty_state(self) -> None:
+        """What the engine fills later, empty: the compiled parts (`_add_shipped`,
+        `_add_compiled`), the index of the framed records (at the first exception) and the
+        timeout bookkeeping (while matching)."""
         self._framed_compiled: dict[int, CompiledPattern] = {}
         self._framed_by: tuple[dict[str, list[int]], dict[str, list[int]]] | None = None
         self.stats = EngineStats()
@@ -188,17 +210,7 @@ class Engine:
         # Shipped patterns a later layer replaced (`merge_layers`): never candidates.
         self._masked: frozenset[int] = frozenset()
         self.patterns = _Patterns()
-        # Which lines of a chunk can matter (None: every line is read; see `prefilter`).
-        self.chunk_prefilter: ChunkPrefilter | None = None
-        use_hs = use_hs and bool(matched)
-        rest = list(matched)
-        chunks: list[ChunkPrefilter | None] = []
-        if use_hs and shipped is not None:
-            rest = self._add_shipped(*shipped, rest, chunks)
-        if rest or not self._parts:
-            self._add_compiled(rest, use_hs, cache, progress, chunks)
-        if use_hs and chunks and all(c is not None for c in chunks):
-            self.chunk_prefilter = ChunkPrefilter.union([c for c in chunks if c is not None])
+        self.chunk_prefilter = None
 
     def _add_shipped(self, store: Store, kept: set[int] | None, rest: list[CatalogRecord],
                      chunks: list[ChunkPrefilter | None]) -> list[CatalogRecord]:

@@ -150,26 +150,67 @@ def _concrete(step: FixAction, groups: list[list[str]]) -> tuple[FixAction, str]
                      step.name), note
 
 
-def apply(argv: Sequence[str], way: Sequence[FixAction],
-          captures: dict[str, str] | None = None) -> Fixed:
-    """`argv` with the steps of one way out performed, in order; `captures`: the failure's,
-    for steps that name their flag by a capture."""
-    way = resolved(way, captures)
-    head, groups = _split(argv)
+def _with_current_values(way: Sequence[FixAction], groups: list[list[str]]
+                         ) -> tuple[list[FixAction], list[str]]:
+    """The way's steps with each value left to choose computed from the command's current
+    value where it can be (`_concrete`), and the notes saying how each was computed."""
+    steps: list[FixAction] = []
     notes: list[str] = []
-    concrete = []
     for step in way:
         computed = _concrete(step, groups)
         if computed is not None:
             step, note = computed
             notes.append(note)
-        concrete.append(step)
-    way = concrete
+        steps.append(step)
+    return steps, notes
+
+
+def _set_flag(groups: list[list[str]], step: FixAction, names: set[str],
+              removed: list[str], added: list[str]) -> list[list[str]]:
+    """`groups` with the flag of a `set` step given its value: in place of its first
+    occurrence (a later one dropped), else appended; what changed goes to `removed`/`added`."""
+    new = [step.flag or "", step.value or ""]
+    found = [i for i, g in enumerate(groups) if _name(g) in names]
+    for i in found[1:]:  # a flag given twice: argparse keeps the last; keep one
+        removed.append(shlex.join(groups[i]))
+    if not found:
+        added.append(shlex.join(new))
+        return [*groups, new]
+    old = groups[found[0]]
+    if old != new:
+        removed.append(shlex.join(old))
+        added.append(shlex.join(new))
+    groups = [g for i, g in enumerate(groups) if i not in found[1:]]
+    groups[found[0]] = new
+    return groups
+
+
+def _set_env(head: list[str], step: FixAction, removed: list[str],
+             added: list[str]) -> list[str]:
+    """The words before the flags with an `env` step's `NAME=value` among the leading
+    assignments, and any other value of that name taken out; changes go to `removed`/`added`."""
+    assignment = f"{step.name}={step.value}"
+    kept = [w for w in head if not w.startswith(f"{step.name}=")]
+    removed += [w for w in head if w.startswith(f"{step.name}=") and w != assignment]
+    if assignment not in head:
+        added.append(assignment)
+    lead = 0
+    while lead < len(kept) and _ASSIGNMENT.match(kept[lead]):
+        lead += 1
+    return kept[:lead] + ([assignment] if assignment not in kept else []) + kept[lead:]
+
+
+def apply(argv: Sequence[str], way: Sequence[FixAction],
+          captures: dict[str, str] | None = None) -> Fixed:
+    """`argv` with the steps of one way out performed, in order; `captures`: the failure's,
+    for steps that name their flag by a capture."""
+    head, groups = _split(argv)
+    steps, notes = _with_current_values(resolved(way, captures), groups)
     removed: list[str] = []
     added: list[str] = []
     before: list[str] = []
     placeholders: list[str] = []
-    for step in way:
+    for step in steps:
         names = {step.flag, *step.aliases} if step.flag else set()
         if step.op == "remove":
             for group in [g for g in groups if _name(g) in names]:
@@ -180,40 +221,18 @@ def apply(argv: Sequence[str], way: Sequence[FixAction],
                 groups.append([step.flag or ""])
                 added.append(step.flag or "")
         elif step.op == "set":
-            value = step.value or ""
-            new = [step.flag or "", value]
-            found = [i for i, g in enumerate(groups) if _name(g) in names]
-            for i in found[1:]:  # a flag given twice: argparse keeps the last; keep one
-                removed.append(shlex.join(groups[i]))
-            if found:
-                old = groups[found[0]]
-                if old != new:
-                    removed.append(shlex.join(old))
-                    added.append(shlex.join(new))
-                groups = [g for i, g in enumerate(groups) if i not in found[1:]]
-                groups[found[0]] = new
-            else:
-                groups.append(new)
-                added.append(shlex.join(new))
+            groups = _set_flag(groups, step, names, removed, added)
             if step.placeholder:
-                placeholders.append(f"{step.flag} {value}")
+                placeholders.append(f"{step.flag} {step.value or ''}")
         elif step.op == "env":
-            assignment = f"{step.name}={step.value}"
-            kept = [w for w in head if not w.startswith(f"{step.name}=")]
-            removed += [w for w in head if w.startswith(f"{step.name}=") and w != assignment]
-            if assignment not in head:
-                added.append(assignment)
-            lead = 0
-            while lead < len(kept) and _ASSIGNMENT.match(kept[lead]):
-                lead += 1
-            head = kept[:lead] + ([assignment] if assignment not in kept else []) + kept[lead:]
+            head = _set_env(head, step, removed, added)
         elif step.op == "install":
             before.append(f"pip install {shlex.quote(step.value or '')}")
     out = tuple(head + [w for g in groups for w in g])
     changes_model = any(s.flag in MODEL_CHANGING or bool(set(s.aliases) & MODEL_CHANGING)
-                        for s in way if s.op in ("set", "add"))
+                        for s in steps if s.op in ("set", "add"))
     return Fixed(out, tuple(removed), tuple(added), tuple(before), tuple(placeholders),
-                 tuple(s.describe() for s in way), tuple(notes), changes_model)
+                 tuple(s.describe() for s in steps), tuple(notes), changes_model)
 
 
 def choose(argv: Sequence[str], ways: Sequence[Sequence[FixAction]],

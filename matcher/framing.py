@@ -413,10 +413,7 @@ class Framer:
         stripped = msg.rstrip()
         group = _GROUP_START.match(stripped)
         if stripped.endswith(TRACEBACK_START) or group:
-            header = "" if group else stripped[: -len(TRACEBACK_START)].rstrip()
-            self._begin(line, text, p, key, now, header=header, in_group=group is not None)
-            if header and not p.has_prefix:
-                self._opening = key  # a wrapper no known shape describes, perhaps
+            self._begin_traceback(line, text, p, key, now, stripped, in_group=group is not None)
             return
         if _TRACEBACK_FRAME.match(stripped):
             # A traceback cut before its first line (a paste, a collector's limit): its frames
@@ -427,10 +424,7 @@ class Framer:
             return  # a blank line means nothing on its own
         terminate = _TERMINATE.match(stripped)
         if terminate is not None or _PANIC.match(stripped):
-            self._begin(line, text, p, key, now, header=stripped, state="native",
-                        native="terminate" if terminate else "panic",
-                        native_class=terminate.group("cls").replace("::", ".") if terminate
-                        else "")
+            self._begin_native(line, text, p, key, now, stripped, terminate)
             return
         exc = parse_exception_line(msg)
         if exc is not None and exc.error_class.endswith("Warning"):
@@ -461,6 +455,24 @@ class Framer:
             )
         )
 
+    def _begin_traceback(self, line: Line, text: str, p: Prefixed, key: str, now: float,
+                         stripped: str, *, in_group: bool) -> None:
+        """Open a traceback at its `Traceback (most recent call last):` line (or an exception
+        group's first line), with what precedes it on the line as its header."""
+        header = "" if in_group else stripped[: -len(TRACEBACK_START)].rstrip()
+        self._begin(line, text, p, key, now, header=header, in_group=in_group)
+        if header and not p.has_prefix:
+            self._opening = key  # a wrapper no known shape describes, perhaps
+
+    def _begin_native(self, line: Line, text: str, p: Prefixed, key: str, now: float,
+                      stripped: str, terminate: re.Match[str] | None) -> None:
+        """Open a native crash at its first line: C++'s `terminate called after throwing…`
+        (`terminate`: its match, which names the class) or a Rust panic."""
+        self._begin(line, text, p, key, now, header=stripped, state="native",
+                    native="terminate" if terminate else "panic",
+                    native_class=terminate.group("cls").replace("::", ".") if terminate
+                    else "")
+
     def _begin(self, line: Line, text: str, p: Prefixed, key: str, now: float, **fields: Any
                ) -> None:
         """Open a record that following lines may extend (a traceback, a lone exception line)."""
@@ -487,19 +499,7 @@ class Framer:
             tb.state = "chain"
             return self._accept(tb, line, text, now)
         if tb.state == "chain":
-            if not stripped:
-                return self._accept(tb, line, text, now)
-            tb.kind = "traceback"
-            if text.startswith(TRACEBACK_START) or _GROUP_START.match(text):
-                tb.state = "frames"
-                tb.in_group = bool(_GROUP_START.match(text))
-                return self._accept(tb, line, text, now)
-            if not text[:1].isspace() and parse_exception_line(stripped) is not None:
-                # A cause that carries no frames is printed as its `Class: message` line alone.
-                self._add_exception(tb, text.rstrip("\r\n"))
-                tb.state = "exception"
-                return self._accept(tb, line, text, now)
-            return False
+            return self._continue_chain(tb, line, text, stripped, now)
         if text.startswith(TRACEBACK_START):
             return False  # a new traceback, not chained to this one
         if tb.state == "frames":
@@ -529,6 +529,25 @@ class Framer:
                 self._append_message(tb, "")
         self._append_message(tb, text.rstrip("\r\n"))
         return self._accept(tb, line, text, now)
+
+    def _continue_chain(self, tb: _Open, line: Line, text: str, stripped: str,
+                        now: float) -> bool:
+        """The line after `During handling…`/`The above exception…`: the next exception of
+        the chain begins (its traceback, or its `Class: message` line alone), or the chain
+        ends and the line is not this record's."""
+        if not stripped:
+            return self._accept(tb, line, text, now)
+        tb.kind = "traceback"
+        if text.startswith(TRACEBACK_START) or _GROUP_START.match(text):
+            tb.state = "frames"
+            tb.in_group = bool(_GROUP_START.match(text))
+            return self._accept(tb, line, text, now)
+        if not text[:1].isspace() and parse_exception_line(stripped) is not None:
+            # A cause that carries no frames is printed as its `Class: message` line alone.
+            self._add_exception(tb, text.rstrip("\r\n"))
+            tb.state = "exception"
+            return self._accept(tb, line, text, now)
+        return False
 
     def _continue_native(self, tb: _Open, line: Line, text: str, now: float) -> bool:
         """A native crash's next line: its message (C++'s `what():`, a panic's next line), then

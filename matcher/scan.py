@@ -86,27 +86,42 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
                 split=split or split_file, encode=encode, damaged=damaged,
                 progress=progress.advance if progress else None, lost=lost.append)
         else:
-            events = [e for name, source in named for e in read(name, source)]
-            events.extend(pipeline.finish())
-            redactor = Redactor()
-            dicts = [event_dict(e, redactor) for e in sorted(events, key=order)]
-            if encode is not None:
-                dicts = [encode(d) for d in dicts]
+            dicts = _read_one_by_one(pipeline, named, read, order, encode)
     except OSError as e:
         raise UnreadableInput(f"cannot read {e.filename}: {e.strerror}") from e
     except saved.NotReadable as e:
         raise UnreadableInput(str(e)) from e
+    _say_what_was_not_read(pipeline, input_format, not_read, lost, err or sys.stderr)
+    return Scanned(dicts, pipeline.stats.lines, tuple(not_read), workers)
+
+
+def _read_one_by_one(pipeline: Pipeline, named: list[tuple[str, str]],
+                     read: Callable[[str, str], list[Event]],
+                     order: Callable[[Event], tuple[int, int]],
+                     encode: Callable[[dict[str, Any]], Any] | None) -> list[Any]:
+    """The inputs read by this process, one after the other: their events as redacted dicts
+    (or what `encode` makes of each) in log order."""
+    events = [e for name, source in named for e in read(name, source)]
+    events.extend(pipeline.finish())
+    redactor = Redactor()
+    dicts = [event_dict(e, redactor) for e in sorted(events, key=order)]
+    return [encode(d) for d in dicts] if encode is not None else dicts
+
+
+def _say_what_was_not_read(pipeline: Pipeline, input_format: str, not_read: list[str],
+                           lost: list[str], err: TextIO) -> None:
+    """On `err`, after the scan: lines not in their input's format (read as plain text), the
+    inputs not read whole, and what the workers lost."""
     from matcher.report import escape_controls  # a file's name is the log's too
 
     for source, bad in pipeline.stats.by_source_malformed.items():
         fmt_name = pipeline.stats.by_source_format.get(source, input_format)
         print(escape_controls(f"sglang-matcher: {source}: {bad} lines not in the {fmt_name} "
-                              "format, read as plain text"), file=err or sys.stderr)
+                              "format, read as plain text"), file=err)
     for line in not_read:
-        print(escape_controls(f"sglang-matcher: not read whole: {line}"), file=err or sys.stderr)
+        print(escape_controls(f"sglang-matcher: not read whole: {line}"), file=err)
     for why in lost:
-        print(escape_controls(f"sglang-matcher: scan: {why}"), file=err or sys.stderr)
-    return Scanned(dicts, pipeline.stats.lines, tuple(not_read), workers)
+        print(escape_controls(f"sglang-matcher: scan: {why}"), file=err)
 
 
 def read_saved(pipeline: Pipeline, name: str, source: str, read_size: int,

@@ -19,7 +19,7 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, BinaryIO, overload
 
 import regex
 
@@ -215,24 +215,9 @@ def decode_form(path: Path, key: str | None, n: int, *, verify: bool = True) -> 
     the start's peak memory. `verify` False: the caller knows this very file was checked
     whole before (`precompiled.Store.engine_form`), and its digest is not computed again."""
     with collector_paused(), path.open("rb") as f:
-        magic = f.read(len(MAGIC) + 8)
-        if not magic.startswith(MAGIC) or len(magic) < len(MAGIC) + 8:
-            raise ValueError("not an engine cache file")
-        (head_len,) = struct.unpack_from("<Q", magic, len(MAGIC))
-        head = json.loads(f.read(head_len))
-        if head["format"] != CACHE_FORMAT or (key is not None and head["key"] != key) \
-                or head["n"] != n:
-            raise ValueError("another catalog's entry")
+        head = _checked_head(f, key, n)
         at = f.tell()
-        if verify:
-            digest = hashlib.sha256()
-            for piece in iter(lambda: f.read(1 << 20), b""):
-                digest.update(piece)
-            if digest.hexdigest() != head["blob_sha256"]:
-                raise ValueError("damaged")
-            end = f.tell()
-        else:
-            end = os.fstat(f.fileno()).st_size
+        end = _blob_end(f, head["blob_sha256"] if verify else None)
 
         def section(lo: int, hi: int) -> bytes:
             f.seek(at + lo)
@@ -260,6 +245,33 @@ def decode_form(path: Path, key: str | None, n: int, *, verify: bool = True) -> 
                 raise ValueError("damaged regex section")
     return form
 
+
+
+def _checked_head(f: BinaryIO, key: str | None, n: int) -> dict[str, Any]:
+    """The JSON head of the engine cache file `f` (open at its start), `f` left at its blob;
+    ValueError when it is not one, or is another catalog's (`key` None: any key)."""
+    magic = f.read(len(MAGIC) + 8)
+    if not magic.startswith(MAGIC) or len(magic) < len(MAGIC) + 8:
+        raise ValueError("not an engine cache file")
+    (head_len,) = struct.unpack_from("<Q", magic, len(MAGIC))
+    head: dict[str, Any] = json.loads(f.read(head_len))
+    if head["format"] != CACHE_FORMAT or (key is not None and head["key"] != key) \
+            or head["n"] != n:
+        raise ValueError("another catalog's entry")
+    return head
+
+
+def _blob_end(f: BinaryIO, sha256: str | None) -> int:
+    """Where the file `f` ends, `f` being at its blob. With a `sha256` the blob is read to its
+    end and its digest checked (ValueError: damaged); without, the file's size is taken."""
+    if sha256 is None:
+        return os.fstat(f.fileno()).st_size
+    digest = hashlib.sha256()
+    for piece in iter(lambda: f.read(1 << 20), b""):
+        digest.update(piece)
+    if digest.hexdigest() != sha256:
+        raise ValueError("damaged")
+    return f.tell()
 
 
 def _load_db(data: bytes) -> Any:

@@ -289,29 +289,12 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
     _check_webhook_url(config, redactor)
     otlp_url = _otlp_url(config, redactor)
     kept, not_reloaded = _reloadable_part(config, prev)
-    labels = kept.static_labels()
 
-    # 2. The catalog: the slow part, and the one most often wrong after an edit. When it
-    # would have to be compiled, the daemon starts with the layers that are ready.
-    why = _needs_compiling(kept) if prev is None and hooks.compile_later else None
-    compilation = None
-    if why is not None:
-        catalog = load_checked_catalog(dataclasses.replace(kept, sglang_version="none"))
-        compilation = Compilation(kept, why, hooks.wake, clock)
-        pipeline = new_pipeline(kept, catalog, redactor,
-                                engine=Engine(catalog.records, messages_only=True))
-    else:
-        catalog = load_checked_catalog(kept)
-        pipeline = new_pipeline(kept, catalog, redactor)
+    # 2. The catalog: the slow part, and the one most often wrong after an edit.
+    catalog, pipeline, compilation = _catalog_and_pipeline(kept, redactor, prev, hooks, clock)
 
     # 3. Counters: one registry for the process, so a reload keeps every count.
-    if prev is not None:
-        registry, telemetry, metrics = prev.registry, prev.telemetry, prev.metrics
-        nofile = prev.nofile
-    else:
-        # Before anything is opened: a systemd service starts with a soft limit of 1024.
-        nofile = limits.raise_nofile_limit()
-        registry, telemetry, metrics = _counters(log, labels, redactor, catalog)
+    registry, telemetry, metrics, nofile = _process_counters(kept, log, redactor, catalog, prev)
 
     # 4. Outputs that open something: each kept when its setting did not change.
     ring = _ring(config, prev)
@@ -323,18 +306,7 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
                          failed=telemetry.output_failed)
 
     # 5. Inputs, and where they were left.
-    if prev is not None:
-        store, state = prev.store, prev.state
-    else:
-        store = CheckpointStore(kept.state_dir, enabled=kept.checkpoints)
-        state, problem = store.load()
-        if problem:
-            log.error("checkpoint_unreadable", detail=problem)
-        for why in state.dropped[:20]:  # each such file is read as a new one, from its start
-            log.error("checkpoint_entry_dropped", path=str(store.path), detail=why)
-        if len(state.dropped) > 20:
-            log.error("checkpoint_entry_dropped", path=str(store.path),
-                      detail=f"and {len(state.dropped) - 20} more entries")
+    store, state = _checkpoints(kept, log, prev)
     max_open = kept.max_open_files or descriptor_budget(
         http.max_connections if http is not None else 0)
     journals = _journals(config, state, telemetry, prev, undo)
@@ -342,14 +314,10 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         StdinSource(stdin, config.read_chunk_bytes) if stdin is not None else None)
 
     # 6. Nothing below fails: adopt what was kept of `previous`.
+    files = _file_source(kept, state, telemetry, max_open, prev, hooks, clock, wall)
     if prev is not None:
-        files = prev.files
-        files.reconfigure(kept, telemetry, max_open)
         metrics.reload(catalog, redactor=redactor)
         telemetry.use_redactor(redactor)
-    else:
-        files = FileSource(kept, state, telemetry, max_open_files=max_open, clock=clock,
-                           wall=wall, wake=hooks.wake, should_stop=hooks.should_stop)
     writers = [w for w in (writer, events_file) if w is not None]
     files.files.own = own_identities(kept, lambda: [w.identity() for w in writers])
     return Topology(
@@ -358,6 +326,65 @@ def _build(config: Config, *, log: Logger, previous: Topology | None, stdout: Te
         events_file=events_file, stdout=writer, files=files, stdin=stdin_source,
         journals=journals, store=store, state=state, max_open_files=max_open, nofile=nofile,
         not_reloaded=not_reloaded, otlp=otlp, compilation=compilation)
+
+
+def _catalog_and_pipeline(kept: Config, redactor: Redactor, prev: Topology | None,
+                          hooks: Hooks, clock: Callable[[], float],
+                          ) -> tuple[Catalog, Pipeline, Compilation | None]:
+    """The catalog and the pipeline matching with it. When `watch` starts and the full catalog
+    would have to be compiled, the layers that are ready, and the `Compilation` making the
+    rest: the daemon reads meanwhile instead of waiting."""
+    why = _needs_compiling(kept) if prev is None and hooks.compile_later else None
+    if why is None:
+        catalog = load_checked_catalog(kept)
+        return catalog, new_pipeline(kept, catalog, redactor), None
+    catalog = load_checked_catalog(dataclasses.replace(kept, sglang_version="none"))
+    pipeline = new_pipeline(kept, catalog, redactor,
+                            engine=Engine(catalog.records, messages_only=True))
+    return catalog, pipeline, Compilation(kept, why, hooks.wake, clock)
+
+
+def _process_counters(kept: Config, log: Logger, redactor: Redactor, catalog: Catalog,
+                      prev: Topology | None,
+                      ) -> tuple[CollectorRegistry, Telemetry, MetricsSink, tuple[int, int]]:
+    """The registry, telemetry, metrics sink and descriptor limit of the process: the running
+    ones at a reload (so every count carries on), else made, the limit raised first."""
+    if prev is not None:
+        return prev.registry, prev.telemetry, prev.metrics, prev.nofile
+    # Before anything is opened: a systemd service starts with a soft limit of 1024.
+    nofile = limits.raise_nofile_limit()
+    registry, telemetry, metrics = _counters(log, kept.static_labels(), redactor, catalog)
+    return registry, telemetry, metrics, nofile
+
+
+def _checkpoints(kept: Config, log: Logger,
+                 prev: Topology | None) -> tuple[CheckpointStore, CheckpointState]:
+    """Where the inputs were left: the running store and state at a reload, else the store's
+    file read, each problem with it logged."""
+    if prev is not None:
+        return prev.store, prev.state
+    store = CheckpointStore(kept.state_dir, enabled=kept.checkpoints)
+    state, problem = store.load()
+    if problem:
+        log.error("checkpoint_unreadable", detail=problem)
+    for why in state.dropped[:20]:  # each such file is read as a new one, from its start
+        log.error("checkpoint_entry_dropped", path=str(store.path), detail=why)
+    if len(state.dropped) > 20:
+        log.error("checkpoint_entry_dropped", path=str(store.path),
+                  detail=f"and {len(state.dropped) - 20} more entries")
+    return store, state
+
+
+def _file_source(kept: Config, state: CheckpointState, telemetry: Telemetry, max_open: int,
+                 prev: Topology | None, hooks: Hooks, clock: Callable[[], float],
+                 wall: Callable[[], float]) -> FileSource:
+    """The files followed: the running source reconfigured at a reload (its read positions
+    carry over), else a new one starting from `state`."""
+    if prev is not None:
+        prev.files.reconfigure(kept, telemetry, max_open)
+        return prev.files
+    return FileSource(kept, state, telemetry, max_open_files=max_open, clock=clock,
+                      wall=wall, wake=hooks.wake, should_stop=hooks.should_stop)
 
 
 def retire(old: Topology, new: Topology) -> None:

@@ -7,10 +7,14 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matcher.commands.parser import EXIT_OK, EXIT_USAGE, Subcommands, exit_codes
 from matcher.config import CHECK_FLAG, CONFIG_FILE_FLAG, SETTINGS, Config
+
+if TYPE_CHECKING:
+    from matcher.daemon import Daemon
+    from matcher.topology import Topology
 
 
 def register(sub: Subcommands) -> None:
@@ -55,7 +59,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     cannot be opened: one line naming it and what to do, exit 2, before anything is read."""
     closed = _closed_std_streams()  # first: before anything opens a descriptor
     from matcher.config import ConfigError, load_config
-    from matcher.daemon import EXIT_STOP_DEADLINE, Daemon, Wakeup, stderr_logger
+    from matcher.daemon import Daemon, Wakeup, stderr_logger
     from matcher.source.checkpoint import StateDirError
     from matcher.topology import Hooks, build
 
@@ -89,13 +93,26 @@ def cmd_watch(args: argparse.Namespace) -> int:
         print(f"sglang-matcher: invalid configuration: {Redactor().text(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     if args.check:
-        topology.close()  # built — port bound, files opened — and released, nothing read
-        _warn_unmatched(config.paths, config.exclude)
-        catalog = topology.catalog
-        print(f"configuration ok: {len(config.paths)} path patterns, state in {config.state_dir}, "
-              f"catalog {catalog.version} with {len(catalog.records)} records")
-        return EXIT_OK
+        return _report_check(topology, config)
     daemon = Daemon(topology, log=log, wakeup=wakeup, config_file=args.config, flags=flags)
+    return _run(daemon, state_lock)
+
+
+def _report_check(topology: Topology, config: Config) -> int:
+    """`--check`: the topology was built (port bound, files opened) and is released with
+    nothing read; a path following nothing yet is warned of, and the config said ok."""
+    topology.close()
+    _warn_unmatched(config.paths, config.exclude)
+    catalog = topology.catalog
+    print(f"configuration ok: {len(config.paths)} path patterns, state in {config.state_dir}, "
+          f"catalog {catalog.version} with {len(catalog.records)} records")
+    return EXIT_OK
+
+
+def _run(daemon: Daemon, state_lock: Any) -> int:
+    """Run the daemon until it stops, then release the state dir; its exit code."""
+    from matcher.daemon import EXIT_STOP_DEADLINE
+
     daemon.install_signal_handlers()
     try:
         code = daemon.run()

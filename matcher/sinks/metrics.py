@@ -53,6 +53,9 @@ OTHER = "other"
 LAYERS = ("generated", "curated", "user")
 ZERO_LAYERS = ("curated", "user")
 
+# The label names this sink's series use, which a static label may not take.
+_OWN_LABELS = ("pattern_id", "error_class", "severity", "layer", "version", "catalog_version",
+               "summary", "fix", "doc_url")
 _LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAX_CLASS_CHARS = 120
@@ -144,12 +147,22 @@ class MetricsSink:
         wall: Callable[[], float] = time.time,
         redactor: Redactor | None = None,
     ) -> None:
-        reserved = ("pattern_id", "error_class", "severity", "layer", "version", "catalog_version",
-                    "summary", "fix", "doc_url")
-        self._static = check_static_labels(static_labels or {}, reserved)
-        names = tuple(self._static)
+        self._static = check_static_labels(static_labels or {}, _OWN_LABELS)
         self._wall = wall
         self._zero_layers = tuple(zero_layers)
+        self._register_series(registry, tuple(self._static))
+        self._redactor = redactor or Redactor()
+        self._info_limit = pattern_info_limit
+        # pattern id → (its info labels, the link its first event carried)
+        self._fired: dict[str, tuple[tuple[str, ...], str | None]] = {}
+        self._build_version = build_version
+        self._catalog_version: str | None = None
+        self._records: dict[str, RecordLike] = {}
+        self._unknown_classes = BoundedValues(unknown_class_limit, pinned=(OTHER,))
+        self.reload(catalog, catalog_version=catalog_version)
+
+    def _register_series(self, registry: CollectorRegistry, names: tuple[str, ...]) -> None:
+        """The sink's series on `registry`, each with the static label `names` after its own."""
         self._errors = Counter(
             "sglang_log_errors_total",
             "Recognized sglang failures; an error printed by several ranks counts once.",
@@ -187,15 +200,6 @@ class MetricsSink:
             ("pattern_id", "error_class", "severity", "summary", "fix", "doc_url", *names),
             registry=registry,
         )
-        self._redactor = redactor or Redactor()
-        self._info_limit = pattern_info_limit
-        # pattern id → (its info labels, the link its first event carried)
-        self._fired: dict[str, tuple[tuple[str, ...], str | None]] = {}
-        self._build_version = build_version
-        self._catalog_version: str | None = None
-        self._records: dict[str, RecordLike] = {}
-        self._unknown_classes = BoundedValues(unknown_class_limit, pinned=(OTHER,))
-        self.reload(catalog, catalog_version=catalog_version)
 
     def accept(self, events: list[Event]) -> None:
         now = self._wall()

@@ -344,6 +344,17 @@ class _Run:
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_TAIL_LINES))
 
 
+def _check_what_to_read(units: Sequence[str], files: Sequence[str | os.PathLike[str]],
+                        directory: str | os.PathLike[str] | None, *, follow: bool) -> None:
+    """ValueError unless there is something journalctl can read, and follow if asked."""
+    if not units and not files and directory is None:
+        raise ValueError("a journal source needs a unit, a journal file or a directory")
+    if follow and files:
+        # systemd 252: "Failed to get journal fd: Destination address required" once an
+        # entry is written, and exit status 0; or nothing at all with --lines=0.
+        raise ValueError(HINT_FOLLOW_FILE)
+
+
 class JournalSource:
     """Follows the journal of one or more units; see the module docstring for what it loses."""
 
@@ -370,12 +381,7 @@ class JournalSource:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if not units and not files and directory is None:
-            raise ValueError("a journal source needs a unit, a journal file or a directory")
-        if follow and files:
-            # systemd 252: "Failed to get journal fd: Destination address required" once an
-            # entry is written, and exit status 0; or nothing at all with --lines=0.
-            raise ValueError(HINT_FOLLOW_FILE)
+        _check_what_to_read(units, files, directory, follow=follow)
         self.units = tuple(units)
         self.name = name or "journal:" + ",".join(self.units or ("*",))
         self.journalctl = journalctl
@@ -397,15 +403,22 @@ class JournalSource:
         self._since: float | None = None  # wall time of a first start at the end
         self._next_offset = first_offset
         self._lineno = 0
-        self._cursors: deque[str | None] = deque(maxlen=max(cursor_history, 1))
-        self._cursor_base = first_offset  # offset of self._cursors[0]
-        if after_cursor is not None:  # "nothing processed yet" checkpoints where we started
-            self._cursors.append(after_cursor)
-            self._cursor_base -= 1
+        self._remember_cursors(after_cursor, first_offset, cursor_history)
         self._backoff = Backoff(restart_delay, max_restart_delay)
         self._restart_at: float | None = 0.0  # start on the first poll()/read()
         self._finished = False
         self._closed = False
+
+    def _remember_cursors(self, after_cursor: str | None, first_offset: int,
+                          history: int) -> None:
+        """The memory of the cursors of the last `history` entries by sequence number
+        (`cursor_at`). `after_cursor` stands at `first_offset - 1`, so that "nothing processed
+        yet" checkpoints where reading started."""
+        self._cursors: deque[str | None] = deque(maxlen=max(history, 1))
+        self._cursor_base = first_offset  # offset of self._cursors[0]
+        if after_cursor is not None:
+            self._cursors.append(after_cursor)
+            self._cursor_base -= 1
 
     # -- what the caller uses -------------------------------------------------------------
 
