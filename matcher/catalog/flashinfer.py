@@ -124,7 +124,7 @@ def fetch(version: str, cache: Path) -> Path:
         return p
     meta = json.load(urllib.request.urlopen(
         f"https://pypi.org/pypi/{PACKAGE}/{version}/json", timeout=60))
-    url = next(f["url"] for f in meta["urls"] if f["packagetype"] == "sdist")
+    url: str = next(f["url"] for f in meta["urls"] if f["packagetype"] == "sdist")
     cache.mkdir(parents=True, exist_ok=True)
     out = cache / url.rsplit("/", 1)[1]
     with urllib.request.urlopen(url, timeout=600) as r:

@@ -117,7 +117,7 @@ class _Keys(Sequence[bytes]):
     def __len__(self) -> int:
         return self._history._count
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
         return self._history._hash_at(i)
 
 
@@ -147,7 +147,7 @@ def build(wheels: Sequence[tuple[str, Path]]) -> bytes:
             k = key(path, line)
             masks[k] = masks.get(k, 0) | bit
     newest = len(ordered) - 1
-    entries = []
+    entries: list[bytes] = []
     for k, mask in masks.items():
         runs = list(_runs(mask))
         if runs[-1][1] < newest or len(runs) > 1:
