@@ -192,6 +192,8 @@ class _Scope:
 
 @dataclass(frozen=True, slots=True)
 class Signature:
+    """A function's parameters, as a call binds its arguments to them."""
+
     positional: tuple[str, ...]  # positional parameters in order, `self` included
     keywords: frozenset[str]  # parameters that may be given by keyword
     bound: bool  # a method: called as `obj.f(…)`, its first parameter is not passed
