@@ -29,7 +29,9 @@ ENGINE = {"matcher.engine", "matcher.compile", "matcher.stored_form", "matcher.p
           "matcher.frames", "matcher.framing",
           "matcher.precompiled"}
 CATALOG_TOOLS = {"matcher.catalog"} | {
-    f"matcher.catalog.{name}" for name in ("check", "extract", "export", "stats", "remedy",
+    f"matcher.catalog.{name}" for name in ("check", "extract", "extract_templates", "extract_sites",
+                                           "extract_helpers", "extract_records", "extract_stats",
+                                           "extract_sources", "export", "stats", "remedy",
                                            "server_args", "argdump", "releases", "installed",
                                            "area_remedies", "message_fix")}
 LAYERS = [("foundation", FOUNDATION), ("catalog data", CATALOG_DATA), ("engine", ENGINE),

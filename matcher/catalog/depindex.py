@@ -267,6 +267,17 @@ def read_release(dist: str, version: str, packages: Sequence[str], dep_dir: Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    wheel_dir = args.wheel_dir or default_wheel_dir()
+    dep_dir = args.dep_dir or wheel_dir.parent / "deps"
+    wanted = args.only or [*DEPENDENCIES, "sglang"]
+    _index_dependencies(args, wheel_dir, dep_dir, wanted)
+    if "sglang" in wanted:
+        _index_sglang(args, wheel_dir, dep_dir / "facts")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m matcher.catalog.depindex", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--versions", default="0.4.0..0.5.23",
@@ -281,13 +292,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--drop-large", type=int, default=100, metavar="MB",
                     help="delete an archive over MB once read (its facts are kept)")
     ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
-    args = ap.parse_args(argv)
-    wheel_dir = args.wheel_dir or default_wheel_dir()
-    dep_dir = args.dep_dir or wheel_dir.parent / "deps"
-    facts_dir = dep_dir / "facts"
+    return ap
+
+
+def _index_dependencies(args: argparse.Namespace, wheel_dir: Path, dep_dir: Path,
+                        wanted: Sequence[str]) -> None:
+    """One index per index name (distributions that share one are read together), of the
+    versions sglang's releases pin, the few `DEPENDENCIES` names, and the newest."""
     release_pins = sglang_pins(wheel_dir, args.versions)
     older_pins: dict[str, dict[str, dict[str, str]]] = {}
-    wanted = args.only or [*DEPENDENCIES, "sglang"]
     groups: dict[str, list[str]] = {}
     for dist in DEPENDENCIES:
         groups.setdefault(INDEX_NAME.get(dist, dist), []).append(dist)
@@ -305,17 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 older_pins[since] = sglang_pins(wheel_dir, f"{since}..{hi}")
             pins_here = older_pins[since]
         for dist in dists:
-            versions = set(pins_mod.pinned_versions(pins_here.values(), dist))
-            versions |= set(DEPENDENCIES[dist][1])
-            if dist == "triton":
-                versions |= set(triton_of_torch.values())
-            if dist in THINNED:
-                versions = set(thin(sorted(versions, key=version_key), THINNED[dist]))
-            if dist not in NO_LATEST and dist == dists[-1]:
-                latest = newest(dist)
-                if latest:
-                    versions.add(latest)
-            for v in sort_versions(versions):
+            for v in sort_versions(_versions_to_read(dist, dists, pins_here, triton_of_torch)):
                 if dist == "torch":
                     triton = requirement_of("torch", v, "triton")
                     if triton:
@@ -326,15 +329,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         specs, masks = admitted(pins_here, dists, list(per_version))
         symbols.write_index(args.out / f"{index_name}.txt.gz",
                             symbols.index_lines(per_version, pins=specs, admitted=masks))
-    if "sglang" in wanted:
-        deps = sorted({p for d in DEPENDENCIES.values() for p in d[0]})
-        per_release: dict[str, symbols.Release] = {}
-        for release in sglang_pins(wheel_dir, args.sglang_versions):
-            wheel = sorted(wheel_dir.glob(f"sglang-{release}-*.whl"))[0]
-            kept = facts_dir / facts_key("sglang", release, ("sglang",), deps)
-            per_release[release] = facts_of(wheel, ("sglang",), kept, imports_from=deps)
-        symbols.write_index(args.out / "sglang.txt.gz", symbols.index_lines(per_release))
-    return 0
+
+
+def _versions_to_read(dist: str, dists: Sequence[str], pins: dict[str, dict[str, str]],
+                      triton_of_torch: dict[str, str]) -> set[str]:
+    """A distribution's versions to index: those the releases pin, those `DEPENDENCIES` names,
+    the tritons of the torches read, thinned where `THINNED` says, and the newest."""
+    versions = set(pins_mod.pinned_versions(pins.values(), dist))
+    versions |= set(DEPENDENCIES[dist][1])
+    if dist == "triton":
+        versions |= set(triton_of_torch.values())
+    if dist in THINNED:
+        versions = set(thin(sorted(versions, key=version_key), THINNED[dist]))
+    if dist not in NO_LATEST and dist == dists[-1]:
+        latest = newest(dist)
+        if latest:
+            versions.add(latest)
+    return versions
+
+
+def _index_sglang(args: argparse.Namespace, wheel_dir: Path, facts_dir: Path) -> None:
+    """sglang's own index: each release's names, and what it imports from the dependencies."""
+    deps = sorted({p for d in DEPENDENCIES.values() for p in d[0]})
+    per_release: dict[str, symbols.Release] = {}
+    for release in sglang_pins(wheel_dir, args.sglang_versions):
+        wheel = sorted(wheel_dir.glob(f"sglang-{release}-*.whl"))[0]
+        kept = facts_dir / facts_key("sglang", release, ("sglang",), deps)
+        per_release[release] = facts_of(wheel, ("sglang",), kept, imports_from=deps)
+    symbols.write_index(args.out / "sglang.txt.gz", symbols.index_lines(per_release))
 
 
 if __name__ == "__main__":

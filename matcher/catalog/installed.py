@@ -27,7 +27,7 @@ def installed_catalog(cache_dir: Path | None = None) -> Path:
     for name in ("_version.py", "version.py"):  # a checkout on the path has no metadata
         if version is None and (package / name).is_file():
             version = extract.version_in((package / name).read_text(errors="replace"))
-    code = code_fingerprint("matcher.catalog.extract", "matcher.catalog.patterns")
+    code = code_fingerprint(*extract.EXTRACTOR_MODULES, "matcher.catalog.patterns")
     directory = cache_dir if cache_dir is not None else Path(tempfile.gettempdir())
     safe = re.sub(r"[^\w.+-]", "_", version or "unknown")
     cached = directory / f"generated-sglang-{safe}-{code}.jsonl"

@@ -248,6 +248,59 @@ def validate_record(
     def bad(field: str, problem: str) -> None:
         issues.append(CatalogIssue(file, problem, index=index, record_id=rid_text, field=field))
 
+    fields = _checked_fields(raw, layer, bad)
+    pattern, pattern_field = _message_pattern(raw, fields.raised_in, issues, bad)
+    literal_length = 0
+    if isinstance(pattern, str):
+        literal_length = _literal_length(pattern, pattern_field, fields.raised_in, known, bad)
+    if issues:
+        return issues
+    assert isinstance(pattern, str) and isinstance(rid, str)
+    return _catalog_record(raw, rid, file, index, layer, fields, pattern, literal_length)
+
+
+@dataclass(frozen=True, slots=True)
+class _CheckedFields:
+    """A record's fields that need more than a copy: checked, and read into what
+    `CatalogRecord` holds."""
+
+    locations: tuple[tuple[str, str | None, int | None, str | None], ...]
+    line_number: Any  # an int or None once checked
+    severity: Any
+    role: Any
+    examples_match: tuple[str, ...]
+    examples_no_match: tuple[str, ...]
+    raised_in: RaisedIn | None
+    fix_actions: tuple[tuple[FixAction, ...], ...]
+    guard: Guard | None
+    solutions: tuple[Any, ...]
+    derived_words: bool  # the solutions are the words the guard gives: kept as `words` only
+
+
+def _checked_fields(raw: Mapping[str, Any], layer: Layer, bad: Any) -> _CheckedFields:
+    """Every field but the pattern, checked in the order problems are reported."""
+    _check_types(raw, bad)
+    locations = _locations(raw.get("sglangLocations"), bad)
+    line_number = raw.get("lineNumber")
+    if line_number is not None and (isinstance(line_number, bool) or not isinstance(line_number, int)):
+        bad("lineNumber", f"expected an integer or null, got {type(line_number).__name__}")
+    severity = _one_of(raw, "severity", "error", SEVERITIES, bad)
+    role = _one_of(raw, "role", "cause", ROLES, bad)
+    ex_match, ex_no = _examples(raw.get("examples"), bad)
+    raised_in = _raised_in(raw.get("raisedIn"), bad)
+    fix_actions = _fix_actions(raw.get("fixActions"), bad)
+    guard = _guard(raw.get("guard"), bad)
+    listed = raw.get("solutions")
+    solutions = tuple(listed) if isinstance(listed, list) else ()  # else: `bad` said so above
+    derived_words = layer == "generated" and not fix_actions and bool(solutions) \
+        and list(solutions) == _words(raw, guard)
+    return _CheckedFields(locations, line_number, severity, role, tuple(ex_match), tuple(ex_no),
+                          raised_in, fix_actions, guard, solutions, derived_words)
+
+
+def _check_types(raw: Mapping[str, Any], bad: Any) -> None:
+    """The id, and the fields that are a string or a list of strings."""
+    rid = raw.get("id")
     if not isinstance(rid, str) or not rid.strip():
         bad("id", "required: a non-empty string")
     for name in _STR_FIELDS:
@@ -259,68 +312,73 @@ def validate_record(
             isinstance(value, list) and all(isinstance(v, str) for v in value)
         ):
             bad(name, "expected a list of strings")
-    locations = _locations(raw.get("sglangLocations"), bad)
-    line_number = raw.get("lineNumber")
-    if line_number is not None and (isinstance(line_number, bool) or not isinstance(line_number, int)):
-        bad("lineNumber", f"expected an integer or null, got {type(line_number).__name__}")
-    severity = raw.get("severity") or "error"
-    if isinstance(severity, str) and severity not in SEVERITIES:
-        bad("severity", f"{severity!r} is not one of {', '.join(SEVERITIES)}")
-    role = raw.get("role") or "cause"
-    if isinstance(role, str) and role not in ROLES:
-        bad("role", f"{role!r} is not one of {', '.join(ROLES)}")
-    examples = raw.get("examples")
+
+
+def _one_of(raw: Mapping[str, Any], name: str, default: str, allowed: Iterable[str],
+            bad: Any) -> Any:
+    """A field that names one of a few words (`severity`, `role`); absent: `default`."""
+    value = raw.get(name) or default
+    if isinstance(value, str) and value not in allowed:
+        bad(name, f"{value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _examples(examples: Any, bad: Any) -> tuple[list[str], list[str]]:
+    """`examples`: the lines the pattern must match, and those it must not."""
     ex_match: list[str] = []
     ex_no: list[str] = []
-    if examples is not None:
-        if not isinstance(examples, dict):
-            bad("examples", "expected an object {match: [...], noMatch: [...]}")
+    if examples is None:
+        return ex_match, ex_no
+    if not isinstance(examples, dict):
+        bad("examples", "expected an object {match: [...], noMatch: [...]}")
+        return ex_match, ex_no
+    for key, target in (("match", ex_match), ("noMatch", ex_no)):
+        value = examples.get(key, [])
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            target.extend(value)
         else:
-            for key, target in (("match", ex_match), ("noMatch", ex_no)):
-                value = examples.get(key, [])
-                if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                    target.extend(value)
-                else:
-                    bad(f"examples.{key}", "expected a list of strings")
+            bad(f"examples.{key}", "expected a list of strings")
+    return ex_match, ex_no
 
-    raised_in = _raised_in(raw.get("raisedIn"), bad)
-    fix_actions = _fix_actions(raw.get("fixActions"), bad)
-    guard = _guard(raw.get("guard"), bad)
-    listed = raw.get("solutions")
-    solutions = tuple(listed) if isinstance(listed, list) else ()  # else: `bad` said so above
-    derived_words = layer == "generated" and not fix_actions and bool(solutions) \
-        and list(solutions) == _words(raw, guard)
+
+def _message_pattern(raw: Mapping[str, Any], raised_in: RaisedIn | None,
+                     issues: list[CatalogIssue], bad: Any) -> tuple[str | None, str]:
+    """The record's pattern and the field it comes from: `messagePattern`, else one derived
+    from `errorMessage`, else any message at all for a record named by its frame."""
     pattern = raw.get("messagePattern")
     message = raw.get("errorMessage")
-    pattern_field = "messagePattern"
-    if not (isinstance(pattern, str) and pattern):
-        if isinstance(message, str) and message:
-            pattern = pattern_from_template(message)
-            pattern_field = "errorMessage"
-        elif raised_in is not None and "messagePattern" not in [i.field for i in issues]:
-            pattern = ANY_MESSAGE  # the frame alone says what failed
-        elif "messagePattern" not in [i.field for i in issues]:
-            bad("messagePattern", "required: a messagePattern, or an errorMessage to derive one "
-                                  "from (or a raisedIn frame)")
-            pattern = None
-        else:
-            pattern = None
-    literal_length = 0
-    if isinstance(pattern, str):
-        checked = known.get(pattern) if known else None
-        if raised_in is not None:
-            # At its frame a message needs no literal text to be specific: `^$` is a bare
-            # `AssertionError` there. (`known` holds what `check_pattern` said.)
-            problem = check_framed_pattern(pattern)
-        else:
-            problem = check_pattern(pattern) if checked is None else checked
-        if isinstance(problem, str):
-            bad(pattern_field, problem)
-        else:
-            literal_length = problem
-    if issues:
-        return issues
-    assert isinstance(pattern, str) and isinstance(rid, str)
+    if isinstance(pattern, str) and pattern:
+        return pattern, "messagePattern"
+    if isinstance(message, str) and message:
+        return pattern_from_template(message), "errorMessage"
+    if "messagePattern" in [i.field for i in issues]:
+        return None, "messagePattern"
+    if raised_in is not None:
+        return ANY_MESSAGE, "messagePattern"  # the frame alone says what failed
+    bad("messagePattern", "required: a messagePattern, or an errorMessage to derive one "
+                          "from (or a raisedIn frame)")
+    return None, "messagePattern"
+
+
+def _literal_length(pattern: str, pattern_field: str, raised_in: RaisedIn | None,
+                    known: Mapping[str, int] | None, bad: Any) -> int:
+    """The pattern's literal length, or 0 with the problem said (`check_pattern`)."""
+    checked = known.get(pattern) if known else None
+    if raised_in is not None:
+        # At its frame a message needs no literal text to be specific: `^$` is a bare
+        # `AssertionError` there. (`known` holds what `check_pattern` said.)
+        problem = check_framed_pattern(pattern)
+    else:
+        problem = check_pattern(pattern) if checked is None else checked
+    if isinstance(problem, str):
+        bad(pattern_field, problem)
+        return 0
+    return problem
+
+
+def _catalog_record(raw: Mapping[str, Any], rid: str, file: str, index: int, layer: Layer,
+                    fields: _CheckedFields, pattern: str, literal_length: int) -> CatalogRecord:
+    """A checked record as the engine holds it."""
     return CatalogRecord(
         id=rid,
         message_pattern=pattern,
@@ -328,19 +386,19 @@ def validate_record(
         origin=file,
         index=index,
         slug=raw.get("slug") or "",
-        error_message=message,
+        error_message=raw.get("errorMessage"),
         error_class=_shared(raw.get("errorClass") or None),
         error_type=_shared(raw.get("errorType")),
-        severity=_shared(severity),
-        role=_shared(role),
+        severity=_shared(fields.severity),
+        role=_shared(fields.role),
         file_path=_shared(raw.get("filePath")),
-        line_number=line_number,
+        line_number=fields.line_number,
         github_url=raw.get("githubUrl"),
         documentation=raw.get("documentation") or "",
         trigger_scenarios=raw.get("triggerScenarios") or "",
         common_situations=raw.get("commonSituations") or "",
-        solutions=() if derived_words else solutions,
-        words=derived_words,
+        solutions=() if fields.derived_words else fields.solutions,
+        words=fields.derived_words,
         example_fix=raw.get("exampleFix"),
         prevention_tips=tuple(raw.get("preventionTips") or ()),
         tags=tuple(map(_shared, raw.get("tags") or ())),
@@ -348,14 +406,14 @@ def validate_record(
         source_package=_shared(raw.get("sourcePackage") or ""),
         source_versions=tuple(map(_shared, raw.get("sourceVersions") or ())),
         generator=_shared(raw.get("generator") or ""),
-        locations=pack_locations(locations),
-        examples_match=tuple(ex_match),
-        examples_no_match=tuple(ex_no),
+        locations=pack_locations(fields.locations),
+        examples_match=fields.examples_match,
+        examples_no_match=fields.examples_no_match,
         literal_length=literal_length,
-        raised_in=raised_in,
+        raised_in=fields.raised_in,
         consequence_of=tuple(raw.get("consequenceOf") or ()),
-        fix_actions=fix_actions,
-        guard=guard,
+        fix_actions=fields.fix_actions,
+        guard=fields.guard,
         # The generated layer is our own output, nothing unknown to keep: 15,000 dicts less.
         raw=raw if layer != "generated" else {},
     )

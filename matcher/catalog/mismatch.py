@@ -329,42 +329,56 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
     if dist == "sglang":
         return _sglang_api(doc, have, order, sglang_version)
     releases, pins = _sglang_pins(index, sglang_version)
-    solutions: list[str] = []
-    installs: list[str] = []
+    solution = install = None
     if releases:
-        fit = [v for v in have if any(pins[r][1] >> order.index(v) & 1 for r in releases if r in pins)]
-        specs = sorted({pins[r][0] for r in releases if r in pins})
-        if specs:
-            doc += f"; sglang {sglang_version} requires {' or '.join(specs)}"
-        if fit:
-            best = preferred(fit, specs)
-            installs.append(f"{dist}=={best}")
-            solutions.append(
-                f"Install the {dist} that sglang {sglang_version} pins, which has {what}: "
-                f"pip install '{dist}=={best}' (check with pip show {dist})")
-        elif (pinned := unread_pin(releases, pins, specs)) is not None:
-            doc += " (a release not read here: the index holds a few of the pinned ones)"
-            installs.append(f"{dist}=={pinned}")
-            solutions.append(f"Install the {dist} that sglang {sglang_version} pins: "
-                             f"pip install '{dist}=={pinned}' (check with pip show {dist})")
-        elif specs:
-            doc += (f", and no release it admits defines {what}: this sglang was not built "
-                    f"against the {dist} it pins (a source checkout or a patched install)")
-    if not installs:
-        pinned_by = {r: spec for r, (spec, mask) in pins.items() if mask & has}
-        best = have[-1]
-        # prefer the newest version having it that some sglang release pins
-        pinned_have = [v for v in have
-                       if any(mask >> order.index(v) & 1 for _, mask in pins.values())]
-        if pinned_have:
-            best = preferred(pinned_have, [spec for spec, _ in pins.values()])
-        installs.append(f"{dist}=={best}")
-        solutions.append(f"Install a release of {dist} that has {what}: "
-                         f"pip install '{dist}=={best}'")
-        if pinned_by:
-            rel = sorted(pinned_by, key=version_key)
-            doc += f"; sglang releases whose pins admit such a {dist}: {ranges(rel, rel)}"
-    return Answer(doc + ".", tuple(solutions), tuple(installs))
+        doc, solution, install = _pinned_fix(doc, what, dist, have, order, releases, pins,
+                                             sglang_version)
+    if install is None:
+        doc, solution, install = _unpinned_fix(doc, what, dist, have, order, pins, has)
+    return Answer(doc + ".", (solution,), (install,))
+
+
+def _pinned_fix(doc: str, what: str, dist: str, have: Sequence[str], order: Sequence[str],
+                releases: Sequence[str], pins: dict[str, tuple[str, int]],
+                sglang_version: str | None) -> tuple[str, str | None, str | None]:
+    """The fix the sglang release's own pins give: the documentation with what they require,
+    and the solution and install (None: no release it admits is known to define the name)."""
+    fit = [v for v in have if any(pins[r][1] >> order.index(v) & 1 for r in releases if r in pins)]
+    specs = sorted({pins[r][0] for r in releases if r in pins})
+    if specs:
+        doc += f"; sglang {sglang_version} requires {' or '.join(specs)}"
+    if fit:
+        best = preferred(fit, specs)
+        solution = (f"Install the {dist} that sglang {sglang_version} pins, which has {what}: "
+                    f"pip install '{dist}=={best}' (check with pip show {dist})")
+        return doc, solution, f"{dist}=={best}"
+    if (pinned := unread_pin(releases, pins, specs)) is not None:
+        doc += " (a release not read here: the index holds a few of the pinned ones)"
+        return doc, (f"Install the {dist} that sglang {sglang_version} pins: "
+                     f"pip install '{dist}=={pinned}' (check with pip show {dist})"), \
+            f"{dist}=={pinned}"
+    if specs:
+        doc += (f", and no release it admits defines {what}: this sglang was not built "
+                f"against the {dist} it pins (a source checkout or a patched install)")
+    return doc, None, None
+
+
+def _unpinned_fix(doc: str, what: str, dist: str, have: Sequence[str], order: Sequence[str],
+                  pins: dict[str, tuple[str, int]], has: int) -> tuple[str, str, str]:
+    """The fix without a pin to follow: a release of `dist` that has the name, the newest one
+    that some sglang release pins if any; the documentation names those sglang releases."""
+    pinned_by = {r: spec for r, (spec, mask) in pins.items() if mask & has}
+    best = have[-1]
+    # prefer the newest version having it that some sglang release pins
+    pinned_have = [v for v in have
+                   if any(mask >> order.index(v) & 1 for _, mask in pins.values())]
+    if pinned_have:
+        best = preferred(pinned_have, [spec for spec, _ in pins.values()])
+    if pinned_by:
+        rel = sorted(pinned_by, key=version_key)
+        doc += f"; sglang releases whose pins admit such a {dist}: {ranges(rel, rel)}"
+    return doc, (f"Install a release of {dist} that has {what}: "
+                 f"pip install '{dist}=={best}'"), f"{dist}=={best}"
 
 
 def _unread_pin_answer(index: Index, doc: str, sglang_version: str | None) -> Answer | None:

@@ -223,7 +223,7 @@ def extract_wheel(wheel: Path, *, cache_dir: Path | None = None,
     `flow`: messages passed to helpers too (`extract.extract_files`)."""
     data = wheel.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    code = code_fingerprint("matcher.catalog.extract", "matcher.catalog.patterns",
+    code = code_fingerprint(*extract.EXTRACTOR_MODULES, "matcher.catalog.patterns",
                             "matcher.catalog.remedy")
     name = f"{sha[:32]}-{code}{'' if flow else '-noflow'}.json"
     cached = (cache_dir / "extracted" / name) if cache_dir else None

@@ -429,6 +429,67 @@ def _solutions(m: _Merged, releases: Sequence[str], remedy: Remedy | None,
     return out
 
 
+# A record's `errorType` by site kind (a site that also logs its error is "log").
+_ERROR_TYPES = {"panic": "panic", "frame": "panic", "error": "error", "python": "python"}
+
+
+def _file_path(site: RustSite) -> str:
+    """The site's file in the sglang repository (the router lives under `sgl-router/`)."""
+    return (f"sgl-router/{site.path}" if site.path.startswith("src/")
+            else f"sgl-router/py_src/{site.path}" if site.kind == "python"
+            else site.path)
+
+
+def _python_site(m: _Merged, remedy: Remedy | None) -> tuple[str | None, str, str, str]:
+    """A site of the router's Python launcher: message, pattern, documentation, severity."""
+    site = m.first
+    message = site.parts[0] if isinstance(site.parts[0], str) else site.template
+    documentation = (f"sglang-router's Python launcher (sglang-router {m.newest}) "
+                     + (f"raises {site.py_class}" if site.py_class else "logs this")
+                     + f" in {site.path}:{site.line}.")
+    if remedy is not None:
+        documentation += " " + remedy.documentation
+    return message, m.python_pattern, documentation, site.severity
+
+
+def _frame_site(m: _Merged, spots: Sequence[tuple[int, int]],
+                where: str) -> tuple[str | None, str, str, str]:
+    """A panic known by its frame alone: message (none), pattern, documentation, severity."""
+    site = m.first
+    what = (f"`{site.source}`" if site.source else "this line")
+    documentation = (
+        f"The router (sglang-router {m.newest}) panicked at {where}: `{site.macro}` "
+        f"found no value or an error where the code assumed one ({what}). Rust prints "
+        "the site as `panicked at FILE:LINE:COL` and a message that names no site "
+        "(`called `Option::unwrap()` on a `None` value`), so the record is known by its "
+        "frame; the line after the header says what it found.")
+    return None, frame_pattern(site.path, spots), documentation, "critical"
+
+
+def _rust_site(m: _Merged, spots: Sequence[tuple[int, int]], where: str,
+               remedy: Remedy | None) -> tuple[str | None, str, str, str]:
+    """A Rust panic, error or log with a message: message, pattern, documentation,
+    severity."""
+    site = m.first
+    body = message_pattern(site.parts, anchored=site.kind == "panic")
+    if site.kind == "panic":
+        pattern = f"(?:{frame_pattern(site.path, spots)}|{body})"
+    else:
+        pattern = body
+    documentation = f"The router (sglang-router {m.newest}) {_kind_words(site)} in {where}"
+    if m.kinds == {"log", "error"}:
+        documentation += " (it logs the error and returns it)"
+    if site.condition:
+        documentation += f", when `{site.condition}` does not hold"
+    documentation += "."
+    if site.suffix:
+        documentation += " Rust appends `: ` and the error it found."
+    if remedy is not None:
+        documentation += " " + remedy.documentation
+    severity = "error" if "error" in m.severities else site.severity
+    return site.template, pattern, documentation, severity
+
+
 def build_record(m: _Merged, releases: Sequence[str], same_code: Iterable[str] = ()
                  ) -> dict[str, Any]:
     """One record in the catalog schema from a merged site (`same_code`: the releases that
@@ -436,7 +497,6 @@ def build_record(m: _Merged, releases: Sequence[str], same_code: Iterable[str] =
     site = m.first
     rid = record_id(m.key)
     ranges = compact_ranges(m.versions, releases)
-    newest = m.newest
     spots = sorted({(line, col) for places in m.places.values() for p, line, col in places
                     if p == site.path})
     other_files = sorted({p for places in m.places.values() for p, _, _ in places} - {site.path})
@@ -445,43 +505,11 @@ def build_record(m: _Merged, releases: Sequence[str], same_code: Iterable[str] =
     text = plain_text(site.parts)
     remedy = remedy_for(text) if site.kind != "frame" else None
     if site.kind == "python":
-        message = site.parts[0] if isinstance(site.parts[0], str) else site.template
-        pattern = m.python_pattern
-        severity = site.severity
-        documentation = (f"sglang-router's Python launcher (sglang-router {newest}) "
-                         + (f"raises {site.py_class}" if site.py_class else "logs this")
-                         + f" in {site.path}:{site.line}.")
-        if remedy is not None:
-            documentation += " " + remedy.documentation
+        message, pattern, documentation, severity = _python_site(m, remedy)
     elif site.kind == "frame":
-        what = (f"`{site.source}`" if site.source else "this line")
-        pattern = frame_pattern(site.path, spots)
-        message = None
-        documentation = (
-            f"The router (sglang-router {newest}) panicked at {where}: `{site.macro}` "
-            f"found no value or an error where the code assumed one ({what}). Rust prints "
-            "the site as `panicked at FILE:LINE:COL` and a message that names no site "
-            "(`called `Option::unwrap()` on a `None` value`), so the record is known by its "
-            "frame; the line after the header says what it found.")
-        severity = "critical"
+        message, pattern, documentation, severity = _frame_site(m, spots, where)
     else:
-        message = site.template
-        body = message_pattern(site.parts, anchored=site.kind == "panic")
-        if site.kind == "panic":
-            pattern = f"(?:{frame_pattern(site.path, spots)}|{body})"
-        else:
-            pattern = body
-        documentation = f"The router (sglang-router {newest}) {_kind_words(site)} in {where}"
-        if m.kinds == {"log", "error"}:
-            documentation += " (it logs the error and returns it)"
-        if site.condition:
-            documentation += f", when `{site.condition}` does not hold"
-        documentation += "."
-        if site.suffix:
-            documentation += " Rust appends `: ` and the error it found."
-        if remedy is not None:
-            documentation += " " + remedy.documentation
-        severity = "error" if "error" in m.severities else site.severity
+        message, pattern, documentation, severity = _rust_site(m, spots, where, remedy)
     if other_files:
         documentation += " Same message also in: " + ", ".join(other_files[:5]) + "."
     record: dict[str, Any] = {
@@ -490,14 +518,10 @@ def build_record(m: _Merged, releases: Sequence[str], same_code: Iterable[str] =
         "slug": _slug(message or f"panic-{site.path}-{site.function}"),
         "errorMessage": message,
         "messagePattern": pattern,
-        "errorType": "log" if "log" in m.kinds else {"panic": "panic", "frame": "panic",
-                                                       "error": "error",
-                                                       "python": "python"}[site.kind],
+        "errorType": "log" if "log" in m.kinds else _ERROR_TYPES[site.kind],
         "errorClass": site.py_class,
         "severity": severity,
-        "filePath": (f"sgl-router/{site.path}" if site.path.startswith("src/")
-                     else f"sgl-router/py_src/{site.path}" if site.kind == "python"
-                     else site.path),
+        "filePath": _file_path(site),
         "lineNumber": site.line,
         "githubUrl": None,
         "documentation": documentation,
@@ -543,6 +567,56 @@ class Result:
     per_release: dict[str, Counter[str]]
 
 
+def _merge_rust_sites(rel: Release, merged: dict[str, _Merged], c: Counter[str]) -> None:
+    """One release's Rust sites into `merged` by key, counted in `c`; a panic with too little
+    literal text is kept as a frame site."""
+    for path, text in rel.files:
+        for site in sites(text, path):
+            c[f"sites:{site.kind}"] += 1
+            if site.kind != "frame" and not usable(site):
+                if site.kind != "panic":
+                    c["dropped: too little literal text"] += 1
+                    continue
+                site = RustSite("frame", "critical", site.macro, (), site.path, site.line,
+                                site.col, site.function, site.source)
+            key = site_key(site)
+            m = merged.get(key)
+            if m is None:
+                m = merged[key] = _Merged(key, site.kind, site)
+            # the newest release's site describes the record
+            m.first, m.newest, m.flags = site, rel.version, rel.flags
+            m.versions.add(rel.version)
+            m.kinds.add(site.kind)
+            m.severities.add(site.severity)
+            m.places.setdefault(rel.version, set()).add((site.path, site.line, site.col))
+            c[f"records:{site.kind}"] += 1
+
+
+def _merge_python_sites(rel: Release, merged: dict[str, _Merged], c: Counter[str]) -> None:
+    """One release's Python launcher sites (`extract_module`'s message records) into `merged`,
+    counted in `c`."""
+    for path, text in rel.python:
+        for rec in extract_module(text, path, version=rel.version).records:
+            if rec.get("raisedIn") or not rec.get("errorMessage"):
+                continue
+            c["sites:python"] += 1
+            py = RustSite("python", rec.get("severity") or "error",
+                          rec.get("errorClass") or rec.get("errorType") or "log",
+                          (rec["errorMessage"],), path, int(rec.get("lineNumber") or 0), 0,
+                          "", "", py_class=rec.get("errorClass"))
+            key = f"python\n{rec.get('errorClass') or ''}\n{rec['errorMessage']}"
+            m = merged.get(key)
+            if m is None:
+                m = merged[key] = _Merged(key, "python", py)
+            m.first, m.newest, m.flags = py, rel.version, rel.flags
+            m.python_pattern = rec["messagePattern"]
+            m.versions.add(rel.version)
+            m.kinds.add("python")
+            m.severities.add(py.severity)
+            m.places.setdefault(rel.version, set()).add((path, py.line, 0))
+            c["records:python"] += 1
+
+
 def extract(releases: Sequence[Release]) -> Result:
     """Every release's sites merged into records (see the module doc)."""
     order = sort_versions(r.version for r in releases)
@@ -551,46 +625,8 @@ def extract(releases: Sequence[Release]) -> Result:
     per_release: dict[str, Counter[str]] = {}
     for rel in sorted(releases, key=lambda r: version_key(r.version)):
         c: Counter[str] = Counter()
-        for path, text in rel.files:
-            for site in sites(text, path):
-                c[f"sites:{site.kind}"] += 1
-                if site.kind != "frame" and not usable(site):
-                    if site.kind != "panic":
-                        c["dropped: too little literal text"] += 1
-                        continue
-                    site = RustSite("frame", "critical", site.macro, (), site.path, site.line,
-                                    site.col, site.function, site.source)
-                key = site_key(site)
-                m = merged.get(key)
-                if m is None:
-                    m = merged[key] = _Merged(key, site.kind, site)
-                # the newest release's site describes the record
-                m.first, m.newest, m.flags = site, rel.version, rel.flags
-                m.versions.add(rel.version)
-                m.kinds.add(site.kind)
-                m.severities.add(site.severity)
-                m.places.setdefault(rel.version, set()).add((site.path, site.line, site.col))
-                c[f"records:{site.kind}"] += 1
-        for path, text in rel.python:
-            for rec in extract_module(text, path, version=rel.version).records:
-                if rec.get("raisedIn") or not rec.get("errorMessage"):
-                    continue
-                c["sites:python"] += 1
-                py = RustSite("python", rec.get("severity") or "error",
-                              rec.get("errorClass") or rec.get("errorType") or "log",
-                              (rec["errorMessage"],), path, int(rec.get("lineNumber") or 0), 0,
-                              "", "", py_class=rec.get("errorClass"))
-                key = f"python\n{rec.get('errorClass') or ''}\n{rec['errorMessage']}"
-                m = merged.get(key)
-                if m is None:
-                    m = merged[key] = _Merged(key, "python", py)
-                m.first, m.newest, m.flags = py, rel.version, rel.flags
-                m.python_pattern = rec["messagePattern"]
-                m.versions.add(rel.version)
-                m.kinds.add("python")
-                m.severities.add(py.severity)
-                m.places.setdefault(rel.version, set()).add((path, py.line, 0))
-                c["records:python"] += 1
+        _merge_rust_sites(rel, merged, c)
+        _merge_python_sites(rel, merged, c)
         per_release[rel.version] = c
         counts.update(c)
     elsewhere = _code_releases(merged.values())

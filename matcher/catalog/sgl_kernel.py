@@ -404,6 +404,43 @@ class _Merged:
     newest: str = ""
 
 
+# What a record says of its check: pattern, message, documentation, solutions, error class
+# and slug.
+_Described = tuple[str, str | None, str, list[str], str | None, str]
+
+
+def _family_described(m: _Merged, where: str) -> _Described:
+    """A check of a known family (`m.family`): the family's own words."""
+    f = m.family
+    assert f is not None
+    documentation = (f"{f.documentation} Raised by sgl-kernel's argument checks "
+                     f"(sgl-kernel {m.newest}: {where}).")
+    solutions: list[str] = [f.solution] if f.solution else []
+    return f.pattern, f.message, documentation, solutions, "RuntimeError", f"sgl-kernel-{f.name}"
+
+
+def _check_described(m: _Merged, sites: Iterable[tuple[str, int]], where: str) -> _Described:
+    """A check of its own: its message or its frame, and a remedy when its words have one."""
+    c = m.check
+    body = message_pattern(c.parts)
+    head = r"(?<=^\s*(?:what\(\):\s+)?)" + body
+    frame = frame_pattern(sites)
+    pattern = f"(?:{head}|{frame})" if frame else head
+    text = plain_text(c.parts)
+    remedy = remedy_for(text)
+    what = {"check": "a `TORCH_CHECK` failed", "op": "a `TORCH_CHECK_` comparison failed "
+            "(c10's fatal check: the process aborts)", "throw": f"it threw "
+            f"`std::{c.macro}`"}[c.kind]
+    documentation = f"In sgl-kernel {m.newest}, {what} in {where}"
+    if c.condition and c.condition != "false":
+        documentation += f": `{c.condition}` did not hold"
+    documentation += "."
+    if remedy is not None:
+        documentation += " " + remedy.documentation
+    solutions = [remedy.solution] if remedy is not None else []
+    return pattern, c.template, documentation, solutions, c.error_class, _slug(text)
+
+
 def build_record(m: _Merged, order: Sequence[str]) -> dict[str, Any]:
     c = m.check
     rid = record_id(m.key)
@@ -414,34 +451,10 @@ def build_record(m: _Merged, order: Sequence[str]) -> dict[str, Any]:
     if len(newest_sites) > 4:
         where += f" and {len(newest_sites) - 4} more"
     if m.family is not None:
-        f = m.family
-        pattern = f.pattern
-        message = f.message
-        documentation = (f"{f.documentation} Raised by sgl-kernel's argument checks "
-                         f"(sgl-kernel {m.newest}: {where}).")
-        solutions: list[str] = [f.solution] if f.solution else []
-        error_class: str | None = "RuntimeError"
-        slug = f"sgl-kernel-{f.name}"
+        described = _family_described(m, where)
     else:
-        body = message_pattern(c.parts)
-        head = r"(?<=^\s*(?:what\(\):\s+)?)" + body
-        frame = frame_pattern(sites)
-        pattern = f"(?:{head}|{frame})" if frame else head
-        message = c.template
-        text = plain_text(c.parts)
-        remedy = remedy_for(text)
-        what = {"check": "a `TORCH_CHECK` failed", "op": "a `TORCH_CHECK_` comparison failed "
-                "(c10's fatal check: the process aborts)", "throw": f"it threw "
-                f"`std::{c.macro}`"}[c.kind]
-        documentation = f"In sgl-kernel {m.newest}, {what} in {where}"
-        if c.condition and c.condition != "false":
-            documentation += f": `{c.condition}` did not hold"
-        documentation += "."
-        if remedy is not None:
-            documentation += " " + remedy.documentation
-        solutions = [remedy.solution] if remedy is not None else []
-        error_class = c.error_class
-        slug = _slug(text)
+        described = _check_described(m, sites, where)
+    pattern, message, documentation, solutions, error_class, slug = described
     record: dict[str, Any] = {
         "id": rid,
         "repo": "sgl-project/sglang",

@@ -277,18 +277,24 @@ def release_facts(files: Iterable[tuple[str, bytes]], *, packages: Sequence[str]
         if parent:
             names[parent].add(leaf)
     _resolve_stars(facts, names)
-    wanted = tuple(imports_from)
+    return Release(
+        modules={m: frozenset(n) for m, n in names.items()},
+        open=frozenset(m for m, f in facts.items() if f.open),
+        functions={(m, q): p for m, f in facts.items() for q, p in f.functions.items()},
+        imports=_imported_from(facts, tuple(imports_from)))
+
+
+def _imported_from(facts: Mapping[str, ModuleFacts],
+                   wanted: tuple[str, ...]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(module, local name) → (source module, name) of each name imported from one of the
+    `wanted` top-level packages."""
     imports: dict[tuple[str, str], tuple[str, str]] = {}
     if wanted:
         for module, f in facts.items():
             for alias, source, name in f.imports:
                 if source.split(".", 1)[0] in wanted:
                     imports[(module, alias)] = (source, name)
-    return Release(
-        modules={m: frozenset(n) for m, n in names.items()},
-        open=frozenset(m for m, f in facts.items() if f.open),
-        functions={(m, q): p for m, f in facts.items() for q, p in f.functions.items()},
-        imports=imports)
+    return imports
 
 
 def _resolve_stars(facts: Mapping[str, ModuleFacts], names: dict[str, set[str]]) -> None:
