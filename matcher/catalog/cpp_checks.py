@@ -28,6 +28,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from matcher.catalog.source_text import (
+    CLOSE,
+    OPEN,
+    join_literals,
+    line_comment_end,
+    matching_close,
+    quoted_end,
+    split_args,
+)
+
 CHECK_CLASSES = {
     "TORCH_CHECK": "RuntimeError",
     "TORCH_CHECK_VALUE": "ValueError",
@@ -125,114 +135,155 @@ _PUNCT = ("<<=", ">>=", "::", "->", "==", "!=", "<=", ">=", "&&", "||", "<<", ">
           "+=", "-=", "*=", "/=", "##")
 _RAW = re.compile(r'(?:u8|[uUL])?R"([^()\\\s]{0,16})\(')
 
+_CHAR = re.compile(r"'(?:\\.|[^\\'\n])*'")
+
+
+class _Lexer:
+    """One pass over a C++ file's text: one method per kind of thing the text can hold next,
+    each consuming it and returning True, or returning False to let the next one look."""
+
+    def __init__(self, text: str, macros: dict[str, Macro] | None) -> None:
+        self.text = text
+        self.macros = macros
+        self.toks: list[Tok] = []
+        self.i = 0
+        self.line = 1
+        self.at_line_start = True  # only blanks and comments since the last newline
+        self.space = False  # whitespace since the last token (`#x` keeps it as one space)
+
+    def tokens(self) -> list[Tok]:
+        """Every token of the text, in order."""
+        n = len(self.text)
+        while self.i < n:
+            if self.blank() or self.comment() or self.directive():
+                continue
+            self.at_line_start = False
+            _ = self.raw_string() or self.string() or self.char() or self.word()
+        return self.toks
+
+    def emit(self, kind: str, value: str) -> None:
+        self.toks.append(Tok(kind, value, self.line, self.space))
+        self.space = False
+
+    def blank(self) -> bool:
+        """A newline, blanks, or a backslash-newline (a line continuation)."""
+        text, i = self.text, self.i
+        c = text[i]
+        if c == "\n":
+            self.line += 1
+            self.at_line_start = True
+            self.i += 1
+        elif c in " \t\r\f\v":
+            self.i += 1
+        elif c == "\\" and text.startswith("\n", i + 1):
+            self.line += 1
+            self.i += 2
+        else:
+            return False
+        self.space = True
+        return True
+
+    def comment(self) -> bool:
+        """`// …` up to its newline, or `/* … */` (not nested in C++)."""
+        text, i = self.text, self.i
+        if text.startswith("//", i):
+            self.i = line_comment_end(text, i)
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = len(text) if j < 0 else j + 2
+            self.line += text.count("\n", i, j)
+            self.i = j
+        else:
+            return False
+        self.space = True
+        return True
+
+    def directive(self) -> bool:
+        """A `#` line, continued over backslash-newlines: function-like `#define`s are recorded
+        in `macros`, other directives skipped."""
+        if not (self.at_line_start and self.text[self.i] == "#"):
+            return False
+        text, i = self.text, self.i
+        k = _directive_end(text, i)
+        if self.macros is not None:
+            _define(text[i:k], self.line, self.macros)
+        self.line += text.count("\n", i, k)
+        self.i = k
+        return True
+
+    def raw_string(self) -> bool:
+        """`R"delim(…)delim"` (with an encoding prefix or not), taken as it is."""
+        text, i = self.text, self.i
+        m = _RAW.match(text, i)
+        if not m:
+            return False
+        end = text.find(")" + m.group(1) + '"', m.end())
+        end = len(text) if end < 0 else end
+        _add_str(self.toks, text[m.end():end], self.line, self.space)
+        self.space = False
+        self.line += text.count("\n", i, end)
+        self.i = end + len(m.group(1)) + 2
+        return True
+
+    def string(self) -> bool:
+        """`"…"` (or `u"…"`, `U"…"`, `L"…"`, `u8"…"`), escapes decoded, joined to a literal just
+        before it."""
+        text, i = self.text, self.i
+        c = text[i]
+        if not (c == '"' or (c in "uUL" and text.startswith('"', i + 1))
+                or text.startswith('u8"', i)):
+            return False
+        start = text.index('"', i) + 1
+        j = quoted_end(text, start, stop_at_newline=True)
+        _add_str(self.toks, _unescape(text[start:j]), self.line, self.space)
+        self.space = False
+        self.i = j + 1
+        return True
+
+    def char(self) -> bool:
+        """A character literal, `'a'` or `'\\n'`; an unclosed `'` is left to `word` (punct)."""
+        if self.text[self.i] != "'":
+            return False
+        m = _CHAR.match(self.text, self.i)
+        if not m:
+            return False
+        self.emit("char", m.group())
+        self.i = m.end()
+        return True
+
+    def word(self) -> bool:
+        """An identifier, a number, or punctuation (longest of `_PUNCT` first); always consumes."""
+        text, i = self.text, self.i
+        m = _IDENT.match(text, i) or _NUMBER.match(text, i)
+        if m and m.end() > i:
+            self.emit("ident" if m.re is _IDENT else "num", m.group())
+            self.i = m.end()
+            return True
+        p = next((p for p in _PUNCT if text.startswith(p, i)), text[i])
+        self.emit("punct", p)
+        self.i += len(p)
+        return True
+
+
+def _directive_end(text: str, i: int) -> int:
+    """Where a preprocessor directive starting at `i` ends: its first newline not escaped by a
+    backslash (kept), or the end of text."""
+    j = i
+    while True:
+        k = text.find("\n", j)
+        if k < 0:
+            return len(text)
+        if text[k - 1] == "\\" or (text[k - 1] == "\r" and text[k - 2] == "\\"):
+            j = k + 1
+            continue
+        return k
+
 
 def lex(text: str, macros: dict[str, Macro] | None = None) -> list[Tok]:
     """C++ tokens, comments dropped, adjacent string literals joined (as the compiler does);
     `#define NAME(params) body` lines are added to `macros` (when given), other directives
     skipped."""
-    toks: list[Tok] = []
-    i = 0
-    n = len(text)
-    line = 1
-    at_line_start = True
-    space = False
-
-    def tok(kind: str, value: str, at: int) -> None:
-        nonlocal space
-        toks.append(Tok(kind, value, at, space))
-        space = False
-
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            line += 1
-            i += 1
-            at_line_start = True
-            space = True
-            continue
-        if c in " \t\r\f\v":
-            i += 1
-            space = True
-            continue
-        if c == "\\" and text.startswith("\n", i + 1):
-            i += 2
-            line += 1
-            space = True
-            continue
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            space = True
-            continue
-        if text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            line += text.count("\n", i, j)
-            i = j
-            space = True
-            continue
-        if c == "#" and at_line_start:
-            # a directive, continued over backslash-newlines
-            j = i
-            while True:
-                k = text.find("\n", j)
-                if k < 0:
-                    k = n
-                    break
-                if text[k - 1] == "\\" or (text[k - 1] == "\r" and text[k - 2] == "\\"):
-                    j = k + 1
-                    continue
-                break
-            directive = text[i:k]
-            if macros is not None:
-                _define(directive, line, macros)
-            line += text.count("\n", i, k)
-            i = k
-            continue
-        at_line_start = False
-        m = _RAW.match(text, i)
-        if m:
-            end = text.find(")" + m.group(1) + '"', m.end())
-            end = n if end < 0 else end
-            _add_str(toks, text[m.end():end], line, space)
-            space = False
-            line += text.count("\n", i, end)
-            i = end + len(m.group(1)) + 2
-            continue
-        if c == '"' or (c in "uUL" and text.startswith('"', i + 1)) or text.startswith('u8"', i):
-            j = text.index('"', i) + 1
-            start = j
-            while j < n and text[j] != '"' and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            _add_str(toks, _unescape(text[start:j]), line, space)
-            space = False
-            i = j + 1
-            continue
-        if c == "'":
-            m2 = re.compile(r"'(?:\\.|[^\\'\n])*'").match(text, i)
-            if m2:
-                tok("char", m2.group(), line)
-                i = m2.end()
-                continue
-        m3 = _IDENT.match(text, i)
-        if m3:
-            tok("ident", m3.group(), line)
-            i = m3.end()
-            continue
-        m4 = _NUMBER.match(text, i)
-        if m4 and m4.end() > i:
-            tok("num", m4.group(), line)
-            i = m4.end()
-            continue
-        for p in _PUNCT:
-            if text.startswith(p, i):
-                tok("punct", p, line)
-                i += len(p)
-                break
-        else:
-            tok("punct", c, line)
-            i += 1
-    return toks
+    return _Lexer(text, macros).tokens()
 
 
 def _add_str(toks: list[Tok], value: str, line: int, space: bool) -> None:
@@ -259,45 +310,10 @@ def _define(directive: str, line: int, macros: dict[str, Macro]) -> None:
     macros[m.group(1)] = Macro(m.group(1), params, body)
 
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-
-
-def _close(toks: list[Tok], i: int) -> int:
-    stack = [_OPEN[toks[i].text]]
-    j = i + 1
-    while j < len(toks):
-        t = toks[j]
-        if t.kind == "punct":
-            if t.text in _OPEN:
-                stack.append(_OPEN[t.text])
-            elif t.text == stack[-1]:
-                stack.pop()
-                if not stack:
-                    return j
-            elif t.text in (")", "]", "}"):
-                pass
-        j += 1
-    return len(toks) - 1
-
-
-def _args(toks: list[Tok], start: int, end: int) -> list[list[Tok]]:
-    """Top-level comma-separated arguments; `<…>` is not a group (`a < b, c` is two)."""
-    out: list[list[Tok]] = []
-    cur: list[Tok] = []
-    depth = 0
-    for t in toks[start:end]:
-        if t.kind == "punct" and t.text in _OPEN:
-            depth += 1
-        elif t.kind == "punct" and t.text in (")", "]", "}"):
-            depth -= 1
-        if depth == 0 and t.kind == "punct" and t.text == ",":
-            out.append(cur)
-            cur = []
-            continue
-        cur.append(t)
-    if cur or out:
-        out.append(cur)
-    return out
+def macro_args(toks: list[Tok], start: int, end: int) -> list[list[Tok]]:
+    """A call's top-level comma-separated arguments, as the preprocessor counts them: a
+    trailing comma leaves an empty last argument; `<…>` is not a group (`a < b, c` is two)."""
+    return split_args(toks, start, end, keep_empty_last=True)
 
 
 def spell(arg: list[Tok]) -> str:
@@ -355,20 +371,7 @@ def _message_parts(args: list[list[Tok]]) -> tuple[Part, ...]:
             parts.append(a[0].text)
         elif a:
             parts.append(Hole(spell(a)))
-    return _joined(parts)
-
-
-def _joined(parts: list[Part]) -> tuple[Part, ...]:
-    out: list[Part] = []
-    for p in parts:
-        if isinstance(p, str):
-            if not p:
-                continue
-            if out and isinstance(out[-1], str):
-                out[-1] = out[-1] + p
-                continue
-        out.append(p)
-    return tuple(out)
+    return join_literals(parts)
 
 
 def _concat_parts(arg: list[Tok]) -> tuple[Part, ...] | None:
@@ -376,9 +379,9 @@ def _concat_parts(arg: list[Tok]) -> tuple[Part, ...] | None:
     pieces: list[list[Tok]] = [[]]
     depth = 0
     for t in arg:
-        if t.kind == "punct" and t.text in _OPEN:
+        if t.kind == "punct" and t.text in OPEN:
             depth += 1
-        elif t.kind == "punct" and t.text in (")", "]", "}"):
+        elif t.kind == "punct" and t.text in CLOSE:
             depth -= 1
         if depth == 0 and t.text == "+":
             pieces.append([])
@@ -395,7 +398,7 @@ def _concat_parts(arg: list[Tok]) -> tuple[Part, ...] | None:
             parts.append(Hole(spell(p)))
     if not any(isinstance(p, str) for p in parts):
         return None
-    return _joined(parts)
+    return join_literals(parts)
 
 
 _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof",
@@ -447,7 +450,7 @@ def _function_owners(toks: list[Tok]) -> list[str]:
     for i, t in enumerate(toks):
         if t.text != "(":
             continue
-        close = _close(toks, i)
+        close = matching_close(toks, i)
         j = close + 1
         while j < len(toks) and (toks[j].text in ("const", "noexcept", "override", "final",
                                                   "mutable", "&", "&&") or
@@ -466,24 +469,37 @@ def _function_owners(toks: list[Tok]) -> list[str]:
             name = _constructor_of(toks, i - 1) or prev.text
         else:
             continue
-        spans.append((j, _close(toks, j), name))
+        spans.append((j, matching_close(toks, j), name))
     for a, b, name in sorted(spans):
         owner[a:b + 1] = [name] * (b + 1 - a)
     return owner
 
 
-def checks(text: str, path: str, macros: dict[str, Macro]) -> list[CppCheck]:
-    """Every check of one file (see the module doc); the file's own `#define`s are added to
-    `macros` as they are read."""
-    toks = lex(text, macros)
-    lines = text.splitlines()
-    owner = _function_owners(toks)
-    out: list[CppCheck] = []
+class _CheckScanner:
+    """The checks of one file's tokens: `scan` walks a token list and hands each check-shaped
+    call to the method for its kind, which records it and says where the walk goes on."""
 
-    def source(line: int) -> str:
-        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    def __init__(self, text: str, path: str, macros: dict[str, Macro]) -> None:
+        self.toks = lex(text, macros)
+        self.lines = text.splitlines()
+        self.owner = _function_owners(self.toks)
+        self.path = path
+        self.macros = macros
+        self.out: list[CppCheck] = []
 
-    def scan(ts: list[Tok], base: int, line: int | None, via: str, depth: int) -> None:
+    def source(self, line: int) -> str:
+        """The stripped source line `line` (1-based), "" past the end."""
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+
+    def add(self, kind: str, macro: str, parts: tuple[Part, ...], error_class: str | None,
+            condition: str, at: int, fn: str) -> None:
+        self.out.append(CppCheck(kind, macro, parts, error_class, condition, self.path, at, fn,
+                                 self.source(at)))
+
+    def scan(self, ts: list[Tok], base: int, line: int | None, via: str, depth: int) -> None:
+        """Record the checks in `ts`: the file's tokens (`line` None: each token's own line and
+        function) or a macro's expansion called at `toks[base]` on `line` (`via`: the
+        outermost macro's name, what the check is known by; `depth`: expansions so far)."""
         i = 0
         while i < len(ts):
             t = ts[i]
@@ -491,54 +507,67 @@ def checks(text: str, path: str, macros: dict[str, Macro]) -> list[CppCheck]:
                 i += 1
                 continue
             at = line if line is not None else t.line
-            fn = owner[base + i] if line is None and base + i < len(owner) else (
-                owner[base] if base < len(owner) else "")
-            nxt = ts[i + 1] if i + 1 < len(ts) else None
-            if t.text in CHECK_CLASSES and nxt is not None and nxt.text == "(":
-                close = _close(ts, i + 1)
-                args = _args(ts, i + 2, close)
-                if args:
-                    cond = spell(args[0])
-                    parts = _message_parts(args[1:]) if len(args) > 1 else (
-                        NO_MESSAGE.format(cond=cond),)
-                    out.append(CppCheck("check", via or t.text, parts, CHECK_CLASSES[t.text],
-                                        cond, path, at, fn, source(at)))
-                i = close + 1
-                continue
-            if t.text in OP_CHECKS and nxt is not None and nxt.text == "(":
-                close = _close(ts, i + 1)
-                args = _args(ts, i + 2, close)
-                if len(args) >= 2:
-                    a, b = spell(args[0]), spell(args[1])
-                    op = OP_CHECKS[t.text]
-                    parts = _joined([f"Check failed: {a} {op} {b} (", Hole(a), " vs. ", Hole(b),
-                                     ") "])
-                    out.append(CppCheck("op", via or t.text, parts, None, f"{a} {op} {b}",
-                                        path, at, fn, source(at)))
-                i = close + 1
-                continue
-            if (t.text == "throw" and i + 4 < len(ts) and ts[i + 1].text == "std"
+            fn = self.owner[base + i] if line is None and base + i < len(self.owner) else (
+                self.owner[base] if base < len(self.owner) else "")
+            call = i + 1 < len(ts) and ts[i + 1].text == "("
+            if call and t.text in CHECK_CLASSES:
+                i = self.torch_check(ts, i, at, fn, via)
+            elif call and t.text in OP_CHECKS:
+                i = self.op_check(ts, i, at, fn, via)
+            elif (t.text == "throw" and i + 4 < len(ts) and ts[i + 1].text == "std"
                     and ts[i + 2].text == "::" and ts[i + 3].text in THROWN
                     and ts[i + 4].text in ("(", "{")):
-                close = _close(ts, i + 4)
-                args = _args(ts, i + 5, close)
-                parts2 = _concat_parts(args[0]) if len(args) == 1 else None
-                if parts2:
-                    out.append(CppCheck("throw", via or ts[i + 3].text, parts2, None, "", path,
-                                        at, fn, source(at)))
+                i = self.thrown(ts, i, at, fn, via)
+            elif call and t.text in self.macros and depth < 4:
+                close = matching_close(ts, i + 1)
+                body = _expand(self.macros[t.text], macro_args(ts, i + 2, close), at)
+                self.scan(body, base + i, at, via or t.text, depth + 1)
                 i = close + 1
-                continue
-            if t.text in macros and nxt is not None and nxt.text == "(" and depth < 4:
-                close = _close(ts, i + 1)
-                args = _args(ts, i + 2, close)
-                body = _expand(macros[t.text], args, at)
-                scan(body, base + i, at, via or t.text, depth + 1)
-                i = close + 1
-                continue
-            i += 1
+            else:
+                i += 1
 
-    scan(toks, 0, None, "", 0)
-    return out
+    def torch_check(self, ts: list[Tok], i: int, at: int, fn: str, via: str) -> int:
+        """`TORCH_CHECK*(cond, msg…)` at `ts[i]`: its message, or torch's own when it has none.
+        Returns the index after the call."""
+        close = matching_close(ts, i + 1)
+        args = macro_args(ts, i + 2, close)
+        if args:
+            cond = spell(args[0])
+            parts = _message_parts(args[1:]) if len(args) > 1 else (
+                NO_MESSAGE.format(cond=cond),)
+            self.add("check", via or ts[i].text, parts, CHECK_CLASSES[ts[i].text], cond, at, fn)
+        return close + 1
+
+    def op_check(self, ts: list[Tok], i: int, at: int, fn: str, via: str) -> int:
+        """`TORCH_CHECK_EQ(a, b)` and its siblings at `ts[i]`: `Check failed: a == b (x vs. y) `.
+        Returns the index after the call."""
+        close = matching_close(ts, i + 1)
+        args = macro_args(ts, i + 2, close)
+        if len(args) >= 2:
+            a, b = spell(args[0]), spell(args[1])
+            op = OP_CHECKS[ts[i].text]
+            parts = join_literals([f"Check failed: {a} {op} {b} (", Hole(a), " vs. ", Hole(b),
+                                   ") "])
+            self.add("op", via or ts[i].text, parts, None, f"{a} {op} {b}", at, fn)
+        return close + 1
+
+    def thrown(self, ts: list[Tok], i: int, at: int, fn: str, via: str) -> int:
+        """`throw std::runtime_error(…)` (or a sibling) at `ts[i]`, when its one argument holds
+        literal text. Returns the index after the call."""
+        close = matching_close(ts, i + 4)
+        args = macro_args(ts, i + 5, close)
+        parts = _concat_parts(args[0]) if len(args) == 1 else None
+        if parts:
+            self.add("throw", via or ts[i + 3].text, parts, None, "", at, fn)
+        return close + 1
+
+
+def checks(text: str, path: str, macros: dict[str, Macro]) -> list[CppCheck]:
+    """Every check of one file (see the module doc); the file's own `#define`s are added to
+    `macros` as they are read."""
+    scanner = _CheckScanner(text, path, macros)
+    scanner.scan(scanner.toks, 0, None, "", 0)
+    return scanner.out
 
 
 def plain_text(parts: tuple[Part, ...]) -> str:

@@ -30,14 +30,13 @@ from matcher.catalog.cpp_checks import (
     Hole,
     Part,
     Tok,
-    _args,
-    _close,
     _concat_parts,
     _function_owners,
-    _joined,
     lex,
+    macro_args,
     spell,
 )
+from matcher.catalog.source_text import join_literals, matching_close
 
 _DEFINE_HEAD = re.compile(r"^([ \t]*#[ \t]*define[ \t]+\w+(?:\([^)\n]*\))?)", re.M)
 _TVM_CHECKS = {"TVM_FFI_ICHECK", "TVM_FFI_CHECK", "TVM_FFI_ICHECK_EQ", "TVM_FFI_ICHECK_NE",
@@ -77,7 +76,7 @@ def _chain(toks: list[Tok], start: int) -> tuple[tuple[Part, ...], int]:
             parts.append(item[0].text)
         elif item and spell(item) not in ("std::endl", "std :: endl", "endl"):
             parts.append(Hole(spell(item)))
-    return _joined(parts), i
+    return join_literals(parts), i
 
 
 def _stream_text(toks: list[Tok], at: int, name: str, owner: list[str]) -> tuple[Part, ...]:
@@ -100,7 +99,7 @@ def _stream_text(toks: list[Tok], at: int, name: str, owner: list[str]) -> tuple
     for s in reversed(starts):
         got, _ = _chain(toks, s)
         parts.extend(got)
-    return _joined(parts)
+    return join_literals(parts)
 
 
 def _message(arg: list[Tok], toks: list[Tok], at: int, owner: list[str]) -> tuple[Part, ...]:
@@ -118,7 +117,7 @@ def _spaced(args: list[list[Tok]]) -> tuple[Part, ...]:
             parts.append(" ")
         got = _concat_parts(a)
         parts.extend(got if got else [Hole(spell(a))])
-    return _joined(parts)
+    return join_literals(parts)
 
 
 def sites(text: str, path: str) -> list[CppCheck]:
@@ -143,8 +142,8 @@ def sites(text: str, path: str) -> list[CppCheck]:
         if t.kind != "ident" or nxt.text != "(":
             i += 1
             continue
-        close = _close(toks, i + 1)
-        args = _args(toks, i + 2, close)
+        close = matching_close(toks, i + 1)
+        args = macro_args(toks, i + 2, close)
         if t.text == "FLASHINFER_ERROR" and len(args) == 1:
             add("error", t.text, _message(args[0], toks, i, owner), "false", i)
         elif t.text == "FLASHINFER_CHECK" and len(args) >= 2:

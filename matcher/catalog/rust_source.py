@@ -27,6 +27,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from matcher.catalog.source_text import (
+    CLOSE,
+    OPEN,
+    join_literals,
+    line_comment_end,
+    matching_close,
+    quoted_end,
+    split_args,
+)
+
 LOG_MACROS = {"error": "error", "warn": "warning"}
 PANIC_MACROS = frozenset({"panic", "unreachable", "unimplemented", "todo"})
 ASSERT_MACROS = {"assert": 1, "assert_eq": 2, "assert_ne": 2, "debug_assert": 1,
@@ -115,144 +125,163 @@ def _decode(body: str) -> str:
     return "".join(out)
 
 
+_RAW_STRING = re.compile(r'(b|c)?r(#*)"')
+_CHAR_BODY = re.compile(r"(?:\\u\{[0-9A-Fa-f_]+\}|\\x[0-9A-Fa-f]{2}|\\.|[^\\'\n])'")
+
+
+class _Lexer:
+    """One pass over a Rust file's text: one method per kind of thing the text can hold next,
+    each consuming it and returning True, or returning False to let the next one look."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[Token] = []
+        self.i = 0
+        self.line = 1
+        self.line_start = 0  # index of the current line's first character
+
+    def lex(self) -> list[Token]:
+        """Every token of the text, in order."""
+        n = len(self.text)
+        while self.i < n:
+            if self.blank():
+                continue
+            col = self.i - self.line_start + 1
+            _ = (self.comment() or self.raw_string(col) or self.string(col)
+                 or self.char_or_lifetime(col) or self.word(col))
+        return self.tokens
+
+    def emit(self, kind: str, text: str, col: int) -> None:
+        self.tokens.append(Token(kind, text, self.line, col))
+
+    def pass_lines(self, a: int, b: int) -> None:
+        """Count the newlines of `text[a:b]`, a token spanning lines."""
+        k = self.text.count("\n", a, b)
+        if k:
+            self.line += k
+            self.line_start = self.text.rindex("\n", a, b) + 1
+
+    def blank(self) -> bool:
+        """A newline or blanks."""
+        c = self.text[self.i]
+        if c == "\n":
+            self.line += 1
+            self.i += 1
+            self.line_start = self.i
+        elif c in " \t\r":
+            self.i += 1
+        else:
+            return False
+        return True
+
+    def comment(self) -> bool:
+        """`// …` up to its newline, or `/* … */`, which nests in Rust."""
+        text, i = self.text, self.i
+        if text.startswith("//", i):
+            self.i = line_comment_end(text, i)
+            return True
+        if not text.startswith("/*", i):
+            return False
+        j = _nested_comment_end(text, i)
+        self.pass_lines(i, j)
+        self.i = j
+        return True
+
+    def raw_string(self, col: int) -> bool:
+        """`r"…"`, `r#"…"#` (and `br`, `cr`): the text as it is, when not inside a word."""
+        text, i = self.text, self.i
+        m = _RAW_STRING.match(text, i)
+        if not m or (i and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            return False
+        hashes = m.group(2)
+        end = text.find('"' + hashes, m.end())
+        end = len(text) if end < 0 else end
+        self.emit("str", text[m.end():end], col)
+        self.pass_lines(i, end)
+        self.i = end + 1 + len(hashes)
+        return True
+
+    def string(self, col: int) -> bool:
+        """`"…"` (or `b"…"`, `c"…"`), escapes decoded; it may span lines."""
+        text, i = self.text, self.i
+        c = text[i]
+        if not (c == '"' or (c in "bc" and text.startswith('"', i + 1))):
+            return False
+        start = i + (2 if c != '"' else 1)
+        j = quoted_end(text, start, stop_at_newline=False)
+        self.emit("str", _decode(text[start:j]), col)
+        self.pass_lines(i, j)
+        self.i = j + 1
+        return True
+
+    def char_or_lifetime(self, col: int) -> bool:
+        """A char literal (`'a'`, `'\\n'`, `'\\u{1F600}'`, `b'x'`) or a lifetime (`'a`,
+        `'static`); a lone `'` is skipped."""
+        text, i = self.text, self.i
+        c = text[i]
+        if not (c == "'" or (c == "b" and text.startswith("'", i + 1))):
+            return False
+        j = i + (2 if c == "b" else 1)
+        cm = _CHAR_BODY.match(text, j)
+        lm = None if cm else _IDENT.match(text, j)
+        if cm:
+            self.emit("char", text[j:cm.end() - 1], col)
+            self.i = cm.end()
+        elif lm:
+            self.emit("life", lm.group(), col)
+            self.i = lm.end()
+        else:
+            self.i += 1
+        return True
+
+    def word(self, col: int) -> bool:
+        """An identifier, a number, or punctuation (two characters of `_PUNCT2` first); always
+        consumes."""
+        text, i = self.text, self.i
+        m = _IDENT.match(text, i)
+        kind = "ident"
+        if not m:
+            m = _NUM.match(text, i)
+            kind = "num"
+        if m:
+            self.emit(kind, m.group(), col)
+            self.i = m.end()
+            return True
+        two = text[i:i + 2]
+        p = two if two in _PUNCT2 else text[i]
+        self.emit("punct", p, col)
+        self.i += len(p)
+        return True
+
+
+def _nested_comment_end(text: str, i: int) -> int:
+    """Where the `/* … */` comment starting at `i` ends (after its `*/`), inner comments
+    counted; the end of text when left open."""
+    depth = 0
+    j = i
+    n = len(text)
+    while j < n:
+        if text.startswith("/*", j):
+            depth += 1
+            j += 2
+        elif text.startswith("*/", j):
+            depth -= 1
+            j += 2
+            if depth == 0:
+                break
+        else:
+            j += 1
+    return j
+
+
 def lex(text: str) -> list[Token]:
     """Rust tokens, comments dropped; string literals decoded (raw and byte strings too)."""
-    tokens: list[Token] = []
-    i = 0
-    n = len(text)
-    line = 1
-    line_start = 0
-
-    def advance_lines(a: int, b: int) -> None:
-        nonlocal line, line_start
-        k = text.count("\n", a, b)
-        if k:
-            line += k
-            line_start = text.rindex("\n", a, b) + 1
-
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            line += 1
-            i += 1
-            line_start = i
-            continue
-        if c in " \t\r":
-            i += 1
-            continue
-        col = i - line_start + 1
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if text.startswith("/*", i):
-            depth = 0
-            j = i
-            while j < n:
-                if text.startswith("/*", j):
-                    depth += 1
-                    j += 2
-                elif text.startswith("*/", j):
-                    depth -= 1
-                    j += 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
-            advance_lines(i, j)
-            i = j
-            continue
-        m = re.compile(r'(b|c)?r(#*)"').match(text, i)
-        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            hashes = m.group(2)
-            end = text.find('"' + hashes, m.end())
-            end = n if end < 0 else end
-            tokens.append(Token("str", text[m.end():end], line, col))
-            advance_lines(i, end)
-            i = end + 1 + len(hashes)
-            continue
-        if c == '"' or (c in "bc" and text.startswith('"', i + 1)):
-            j = i + (2 if c != '"' else 1)
-            start = j
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            tokens.append(Token("str", _decode(text[start:j]), line, col))
-            advance_lines(i, j)
-            i = j + 1
-            continue
-        if c == "'" or (c == "b" and text.startswith("'", i + 1)):
-            j = i + (2 if c == "b" else 1)
-            # a char literal ('a', '\n', '\u{1F600}') or a lifetime ('a, 'static)
-            cm = re.compile(r"(?:\\u\{[0-9A-Fa-f_]+\}|\\x[0-9A-Fa-f]{2}|\\.|[^\\'\n])'").match(text, j)
-            if cm:
-                tokens.append(Token("char", text[j:cm.end() - 1], line, col))
-                i = cm.end()
-                continue
-            lm = _IDENT.match(text, j)
-            if lm:
-                tokens.append(Token("life", lm.group(), line, col))
-                i = lm.end()
-                continue
-            i += 1
-            continue
-        m2 = _IDENT.match(text, i)
-        if m2:
-            tokens.append(Token("ident", m2.group(), line, col))
-            i = m2.end()
-            continue
-        m3 = _NUM.match(text, i)
-        if m3:
-            tokens.append(Token("num", m3.group(), line, col))
-            i = m3.end()
-            continue
-        two = text[i:i + 2]
-        if two in _PUNCT2:
-            tokens.append(Token("punct", two, line, col))
-            i += 2
-            continue
-        tokens.append(Token("punct", c, line, col))
-        i += 1
-    return tokens
-
-
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-
-
-def _match_close(toks: list[Token], i: int) -> int:
-    """The index of the token closing the group `toks[i]` opens (or the last token)."""
-    stack = [_OPEN[toks[i].text]]
-    j = i + 1
-    while j < len(toks):
-        t = toks[j]
-        if t.kind == "punct":
-            if t.text in _OPEN:
-                stack.append(_OPEN[t.text])
-            elif stack and t.text == stack[-1]:
-                stack.pop()
-                if not stack:
-                    return j
-        j += 1
-    return len(toks) - 1
+    return _Lexer(text).lex()
 
 
 def _split_args(toks: list[Token], start: int, end: int) -> list[list[Token]]:
-    """The top-level comma-separated arguments of `toks[start:end]`."""
-    args: list[list[Token]] = []
-    cur: list[Token] = []
-    depth = 0
-    for t in toks[start:end]:
-        if t.kind == "punct" and t.text in _OPEN:
-            depth += 1
-        elif t.kind == "punct" and t.text in (")", "]", "}"):
-            depth -= 1
-        if depth == 0 and t.kind == "punct" and t.text == ",":
-            args.append(cur)
-            cur = []
-            continue
-        cur.append(t)
-    if cur:
-        args.append(cur)
-    return args
+    """A macro call's top-level comma-separated arguments; a trailing comma adds none."""
+    return split_args(toks, start, end, keep_empty_last=False)
 
 
 def _expr_text(arg: list[Token]) -> str:
@@ -309,16 +338,7 @@ def format_parts(fmt: str, args: list[list[Token]]) -> tuple[str | Hole, ...]:
             expr = named.get(name, name)
         parts.append(Hole(expr, spec))
     parts.append(fmt[pos:])
-    out: list[str | Hole] = []
-    for p in parts:  # adjacent literals joined, empty ones dropped
-        if isinstance(p, str):
-            if not p:
-                continue
-            if out and isinstance(out[-1], str):
-                out[-1] = out[-1] + p
-                continue
-        out.append(p)
-    return tuple(out)
+    return join_literals(parts)
 
 
 def _message(arg: list[Token], rest: list[list[Token]]) -> tuple[str | Hole, ...] | None:
@@ -331,8 +351,8 @@ def _message(arg: list[Token], rest: list[list[Token]]) -> tuple[str | Hole, ...
                 "to_string", "into", "to_owned", "to_str"))):
         return format_parts(arg[0].text, rest) if rest else (arg[0].text,)
     if (len(arg) >= 4 and arg[0].text == "format" and arg[1].text == "!"
-            and arg[2].text in _OPEN):
-        inner = _split_args(arg, 3, _match_close(arg, 2))
+            and arg[2].text in OPEN):
+        inner = _split_args(arg, 3, matching_close(arg, 2))
         if inner and len(inner[0]) == 1 and inner[0][0].kind == "str":
             return format_parts(inner[0][0].text, inner[1:])
         return None
@@ -365,7 +385,7 @@ def test_spans(toks: list[Token]) -> list[tuple[int, int]]:
     while i < n:
         t = toks[i]
         if t.text == "#" and i + 1 < n and toks[i + 1].text == "[":
-            close = _match_close(toks, i + 1)
+            close = matching_close(toks, i + 1)
             body = [x.text for x in toks[i + 2:close]]
             is_test = ("test" in body and (body[0] in ("test", "cfg") or body[-1] == "test"))
             if body[:1] == ["cfg"] and "not" in body:
@@ -375,12 +395,12 @@ def test_spans(toks: list[Token]) -> list[tuple[int, int]]:
                 # further attributes, then the item up to its block or `;`
                 while j < n:
                     if toks[j].text == "#" and j + 1 < n and toks[j + 1].text == "[":
-                        j = _match_close(toks, j + 1) + 1
+                        j = matching_close(toks, j + 1) + 1
                         continue
                     if toks[j].text == ";":
                         break
                     if toks[j].text == "{":
-                        j = _match_close(toks, j)
+                        j = matching_close(toks, j)
                         break
                     j += 1
                 spans.append((i, j))
@@ -410,7 +430,7 @@ def _functions(toks: list[Token]) -> list[tuple[int, int, str]]:
                 elif depth == 0 and x.text == ";":
                     break
                 elif depth == 0 and x.text == "{":
-                    out.append((j, _match_close(toks, j), toks[i + 1].text))
+                    out.append((j, matching_close(toks, j), toks[i + 1].text))
                     break
                 j += 1
     return out
@@ -420,131 +440,175 @@ _PY_ERROR = re.compile(r"^Py([A-Z]\w*(?:Error|Exception|Warning))$")
 _ERROR_PATH = re.compile(r"(?:Error|Err)$")
 
 
-def sites(text: str, path: str) -> list[RustSite]:
-    """Every message site of one Rust file outside test code (see the module doc)."""
-    toks = lex(text)
-    lines = text.splitlines()
-    skip = test_spans(toks)
-    fns = _functions(toks)
-    out: list[RustSite] = []
-
+def _test_mask(toks: list[Token]) -> bytearray:
+    """One byte per token (and one past the end): 1 inside test code (`test_spans`)."""
     testing = bytearray(len(toks) + 1)
-    for a, b in skip:
+    for a, b in test_spans(toks):
         testing[a:b + 1] = b"\x01" * (b + 1 - a)
-    owner = [""] * len(toks)  # the innermost fn around each token: outer bodies first
-    for a, b, name in sorted(fns, key=lambda f: f[0]):
+    return testing
+
+
+def _function_owners(toks: list[Token]) -> list[str]:
+    """For each token, the innermost `fn` whose body holds it ("" outside any): outer bodies
+    are filled first, inner ones over them."""
+    owner = [""] * len(toks)
+    for a, b, name in sorted(_functions(toks), key=lambda f: f[0]):
         owner[a:b + 1] = [name] * (b + 1 - a)
+    return owner
 
-    def in_test(i: int) -> bool:
-        return bool(testing[i])
 
-    def function_at(i: int) -> str:
-        return owner[i] if i < len(owner) else ""
+class _SiteFinder:
+    """The message sites of one file's tokens: `find` walks them and hands each site-shaped
+    construct to the method for its kind; a method returns the index the walk goes on from,
+    or None when the token does not start that kind."""
 
-    def source(line: int) -> str:
-        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    def __init__(self, text: str, path: str) -> None:
+        self.toks = lex(text)
+        self.lines = text.splitlines()
+        self.path = path
+        self.testing = _test_mask(self.toks)
+        self.owner = _function_owners(self.toks)
+        self.error_heads = _error_contexts(self.toks)
+        self.out: list[RustSite] = []
 
-    def add(kind: str, severity: str, macro: str, parts: tuple[str | Hole, ...], at: Token,
-            i: int, **extra: object) -> None:
-        out.append(RustSite(kind, severity, macro, parts, path, at.line, at.col,
-                            function_at(i), source(at.line), **extra))  # type: ignore[arg-type]
+    def add(self, kind: str, severity: str, macro: str, parts: tuple[str | Hole, ...],
+            at: Token, i: int, **extra: object) -> None:
+        """Record a site reported at `at`'s line and column, in the function around `toks[i]`."""
+        function = self.owner[i] if i < len(self.owner) else ""
+        line = at.line
+        source = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        self.out.append(RustSite(kind, severity, macro, parts, self.path, line, at.col,
+                                 function, source, **extra))  # type: ignore[arg-type]
 
-    n = len(toks)
-    error_heads = _error_contexts(toks)
-    i = 0
-    while i < n:
+    def find(self) -> list[RustSite]:
+        """Every site outside test code, in token order."""
+        i = 0
+        while i < len(self.toks):
+            if self.testing[i]:
+                i += 1
+                continue
+            for step in (self.macro_call, self.method_call, self.error_attribute):
+                after = step(i)
+                if after is not None:
+                    i = after
+                    break
+            else:
+                self.error_value(i)
+                i += 1
+        return self.out
+
+    def macro_call(self, i: int) -> int | None:
+        """`name!(…)` of a log, panic, assert or error macro; the site is at the macro's path
+        (`tracing::error!` at `tracing`)."""
+        toks, n = self.toks, len(self.toks)
         t = toks[i]
-        if in_test(i):
-            i += 1
-            continue
-        nxt = toks[i + 1] if i + 1 < n else None
-        # a macro call: name ! ( … )
-        if (t.kind == "ident" and nxt is not None and nxt.text == "!" and i + 2 < n
-                and toks[i + 2].text in _OPEN and t.text in _KNOWN_MACROS):
-            name = t.text
-            head = t
-            if i >= 2 and toks[i - 1].text == "::":  # tracing::error!, log::warn!
-                head = toks[i - 2]
-            close = _match_close(toks, i + 2)
-            args = _split_args(toks, i + 3, close)
-            if name in LOG_MACROS:
-                parts = _log_message(args)
-                if parts is not None:
-                    add("log", LOG_MACROS[name], name, parts, head, i)
-            elif name in PANIC_MACROS:
-                parts = (format_parts(args[0][0].text, args[1:])
-                         if args and len(args[0]) == 1 and args[0][0].kind == "str" else ())
-                if name != "panic":
-                    parts = ((_UNFINISHED[name] + ": ",) + parts) if parts else (_UNFINISHED[name],)
-                add("panic" if parts else "frame", "critical", name, parts, head, i)
-            elif name in ASSERT_MACROS:
-                k = ASSERT_MACROS[name]
-                if not name.startswith("debug_") and len(args) > k and args[k] and args[k][0].kind == "str":
-                    parts = format_parts(args[k][0].text, args[k + 1:])
-                    add("panic", "critical", name, parts, head, i,
-                        condition=" , ".join(_expr_text(a) for a in args[:k]))
-                elif not name.startswith("debug_"):
-                    add("frame", "critical", name, (), head, i,
-                        condition=" , ".join(_expr_text(a) for a in args[:k]))
-            elif name in ERROR_MACROS and args:
-                parts = _message(args[0], args[1:])
-                if parts is not None:
-                    add("error", "error", name, parts, head, i)
-            i += 1
-            continue
-        # .expect("…") / .unwrap()
-        if t.text == "." and nxt is not None and nxt.kind == "ident" and i + 2 < n and toks[i + 2].text == "(":
-            if nxt.text == "expect":
-                close = _match_close(toks, i + 2)
-                args = _split_args(toks, i + 3, close)
-                parts = _message(args[0], []) if args else None
-                if parts is None and args and args[0] and args[0][0].text == "&":
-                    parts = _message(args[0][1:], [])
-                if parts:
-                    add("panic", "critical", "expect", parts, nxt, i, suffix=True)
-                else:
-                    add("frame", "critical", "expect", (), nxt, i)
-            elif nxt.text == "unwrap" and i + 3 < n and toks[i + 3].text == ")":
-                add("frame", "critical", "unwrap", (), nxt, i)
-            i += 1
-            continue
-        # #[error("…")]: a thiserror Display template, printed wherever the error is shown
-        if (t.text == "#" and nxt is not None and nxt.text == "[" and i + 4 < n
+        if not (t.kind == "ident" and i + 2 < n and toks[i + 1].text == "!"
+                and toks[i + 2].text in OPEN and t.text in _KNOWN_MACROS):
+            return None
+        name = t.text
+        head = toks[i - 2] if i >= 2 and toks[i - 1].text == "::" else t
+        args = _split_args(toks, i + 3, matching_close(toks, i + 2))
+        if name in LOG_MACROS:
+            parts = _log_message(args)
+            if parts is not None:
+                self.add("log", LOG_MACROS[name], name, parts, head, i)
+        elif name in PANIC_MACROS:
+            self.panic_macro(name, args, head, i)
+        elif name in ASSERT_MACROS:
+            self.assert_macro(name, args, head, i)
+        elif name in ERROR_MACROS and args:
+            parts = _message(args[0], args[1:])
+            if parts is not None:
+                self.add("error", "error", name, parts, head, i)
+        return i + 1
+
+    def panic_macro(self, name: str, args: list[list[Token]], head: Token, i: int) -> None:
+        """`panic!`, `unreachable!`, `unimplemented!`, `todo!`: the message Rust prints (the
+        last three put their own words first), or a frame-only site without one."""
+        parts = (format_parts(args[0][0].text, args[1:])
+                 if args and len(args[0]) == 1 and args[0][0].kind == "str" else ())
+        if name != "panic":
+            parts = ((_UNFINISHED[name] + ": ",) + parts) if parts else (_UNFINISHED[name],)
+        self.add("panic" if parts else "frame", "critical", name, parts, head, i)
+
+    def assert_macro(self, name: str, args: list[list[Token]], head: Token, i: int) -> None:
+        """`assert!`/`assert_eq!`/`assert_ne!`: a panic with its message when it has one, else
+        frame-only; `debug_assert*` are compiled out of release builds and left out."""
+        if name.startswith("debug_"):
+            return
+        k = ASSERT_MACROS[name]
+        condition = " , ".join(_expr_text(a) for a in args[:k])
+        if len(args) > k and args[k] and args[k][0].kind == "str":
+            parts = format_parts(args[k][0].text, args[k + 1:])
+            self.add("panic", "critical", name, parts, head, i, condition=condition)
+        else:
+            self.add("frame", "critical", name, (), head, i, condition=condition)
+
+    def method_call(self, i: int) -> int | None:
+        """`.expect("…")` (the message, then `: <error>`) and `.unwrap()` (frame only); any
+        other `.method(` is passed over."""
+        toks, n = self.toks, len(self.toks)
+        if not (toks[i].text == "." and i + 2 < n and toks[i + 1].kind == "ident"
+                and toks[i + 2].text == "("):
+            return None
+        method = toks[i + 1]
+        if method.text == "expect":
+            args = _split_args(toks, i + 3, matching_close(toks, i + 2))
+            parts = _message(args[0], []) if args else None
+            if parts is None and args and args[0] and args[0][0].text == "&":
+                parts = _message(args[0][1:], [])
+            if parts:
+                self.add("panic", "critical", "expect", parts, method, i, suffix=True)
+            else:
+                self.add("frame", "critical", "expect", (), method, i)
+        elif method.text == "unwrap" and i + 3 < n and toks[i + 3].text == ")":
+            self.add("frame", "critical", "unwrap", (), method, i)
+        return i + 1
+
+    def error_attribute(self, i: int) -> int | None:
+        """`#[error("…")]`: a thiserror Display template, printed wherever the error is shown."""
+        toks, n = self.toks, len(self.toks)
+        if not (toks[i].text == "#" and i + 4 < n and toks[i + 1].text == "["
                 and toks[i + 2].text == "error" and toks[i + 3].text == "("
                 and toks[i + 4].kind == "str"):
-            close = _match_close(toks, i + 3)
-            args = _split_args(toks, i + 4, close)
-            add("error", "error", "thiserror", format_parts(args[0][0].text, args[1:]),
-                toks[i + 4], i)
-            i = close + 1
-            continue
-        # format!(…) / "…".to_string() inside an error's construction: Err(…),
-        # SomeError::Variant(…) or { message: … }, PyXError::new_err(…), .map_err(|e| …),
-        # .ok_or_else(|| …)
-        if t.kind in ("ident", "str") and _in_error(toks, i, error_heads):
-            parts = None
-            if t.text == "format" and t.kind == "ident" and nxt is not None and nxt.text == "!":
-                parts = _message(toks[i:_match_close(toks, i + 2) + 1], [])
-            elif t.kind == "str" and nxt is not None and (
-                    (nxt.text == "." and i + 2 < n
-                     and toks[i + 2].text in ("to_string", "into", "to_owned"))
-                    or (nxt.text in (")", ",") and toks[i - 1].text in ("(", ",")
-                        and error_heads[i][0] in ("new_err", "response"))):
-                parts = (t.text,)
-            if parts is not None:
-                constructor, cls = error_heads[i]
-                add("error", "error", constructor, parts, t, i, py_class=cls or None)
-        i += 1
-    return out
+            return None
+        close = matching_close(toks, i + 3)
+        args = _split_args(toks, i + 4, close)
+        self.add("error", "error", "thiserror", format_parts(args[0][0].text, args[1:]),
+                 toks[i + 4], i)
+        return close + 1
+
+    def error_value(self, i: int) -> None:
+        """`format!(…)` / `"…".to_string()` inside an error's construction: `Err(…)`,
+        `SomeError::Variant(…)` or `{ message: … }`, `PyXError::new_err(…)`, `.map_err(|e| …)`,
+        `.ok_or_else(|| …)`; a bare literal argument of `new_err(…)` or an HTTP response."""
+        toks, n = self.toks, len(self.toks)
+        t = toks[i]
+        if t.kind not in ("ident", "str") or i not in self.error_heads:
+            return
+        nxt = toks[i + 1] if i + 1 < n else None
+        parts = None
+        if t.text == "format" and t.kind == "ident" and nxt is not None and nxt.text == "!":
+            parts = _message(toks[i:matching_close(toks, i + 2) + 1], [])
+        elif t.kind == "str" and nxt is not None and (
+                (nxt.text == "." and i + 2 < n
+                 and toks[i + 2].text in ("to_string", "into", "to_owned"))
+                or (nxt.text in (")", ",") and toks[i - 1].text in ("(", ",")
+                    and self.error_heads[i][0] in ("new_err", "response"))):
+            parts = (t.text,)
+        if parts is not None:
+            constructor, cls = self.error_heads[i]
+            self.add("error", "error", constructor, parts, t, i, py_class=cls or None)
+
+
+def sites(text: str, path: str) -> list[RustSite]:
+    """Every message site of one Rust file outside test code (see the module doc)."""
+    return _SiteFinder(text, path).find()
 
 
 _KNOWN_MACROS = frozenset(LOG_MACROS) | PANIC_MACROS | frozenset(ASSERT_MACROS) | ERROR_MACROS
 _UNFINISHED = {"unreachable": "internal error: entered unreachable code",
                "unimplemented": "not implemented", "todo": "not yet implemented"}
-
-
-def _in_error(toks: list[Token], i: int, heads: dict[int, tuple[str, str]]) -> bool:
-    return i in heads
 
 
 _MESSAGE_FIELDS = frozenset({"message", "msg", "error", "reason", "details", "detail"})
@@ -559,7 +623,7 @@ def _error_contexts(toks: list[Token]) -> dict[int, tuple[str, str]]:
     heads: dict[int, tuple[str, str]] = {}
     stack: list[tuple[str, str] | None] = []
     for i, t in enumerate(toks):
-        if t.kind == "punct" and t.text in _OPEN:
+        if t.kind == "punct" and t.text in OPEN:
             ctx: tuple[str, str] | None = None
             prev = toks[i - 1] if i else None
             if prev is not None and prev.kind == "ident":
@@ -583,7 +647,7 @@ def _error_contexts(toks: list[Token]) -> dict[int, tuple[str, str]]:
                 ctx = None  # a log call inside: its own site
             stack.append(ctx)
             continue
-        if t.kind == "punct" and t.text in (")", "]", "}"):
+        if t.kind == "punct" and t.text in CLOSE:
             if stack:
                 stack.pop()
             continue
