@@ -376,7 +376,7 @@ def _literal_length(pattern: str, pattern_field: str, raised_in: RaisedIn | None
     return problem
 
 
-def _catalog_record(raw: Mapping[str, Any], rid: str, file: str, index: int, layer: Layer,
+def _catalog_record(raw: dict[str, Any], rid: str, file: str, index: int, layer: Layer,
                     fields: _CheckedFields, pattern: str, literal_length: int) -> CatalogRecord:
     """A checked record as the engine holds it."""
     return CatalogRecord(

@@ -335,6 +335,7 @@ def _symbol(index: Index, module: str, name: str, sglang_version: str | None,
                                              sglang_version)
     if install is None:
         doc, solution, install = _unpinned_fix(doc, what, dist, have, order, pins, has)
+    assert solution is not None  # set with `install`, by either fix
     return Answer(doc + ".", (solution,), (install,))
 
 
