@@ -114,6 +114,21 @@ def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Matc
             del best[i]
 
 
+def _curated_before_import_messages(best: dict[int, tuple[SortKey, Match]]) -> None:
+    """A curated record that matches the same exception as an import or lookup message
+    (`matcher.catalog.mismatch`) speaks for it: the pipeline computes the version answer for
+    any record's event of that shape (`pipeline.mismatched`), and the curated record says
+    what to do where that computes nothing."""
+    curated = {(m.error_class, m.message) for _, m in best.values()
+               if not m.on_header and m.pattern.peek("layer") == "curated"}
+    if not curated:
+        return
+    for i, (_, m) in list(best.items()):
+        if (m.error_class, m.message) in curated and m.pattern.peek("layer") == "generated" \
+                and m.pattern.peek("generator") == IMPORT_MESSAGES:
+            del best[i]
+
+
 def _sites(rec: CatalogRecord) -> set[str]:
     """The files (from `sglang/` on) that hold `rec` at any release."""
     paths = [rec.file_path or "", *(loc[1] or "" for loc in rec.sglang_locations)]
@@ -357,6 +372,7 @@ class Engine:
             self._match_cut(record, targets, best)
         if record.kind == "traceback" and best:
             _drop_contradicted_sites(record, best)
+        _curated_before_import_messages(best)
         if self.framed and record.exceptions:
             self._match_framed(record, best)
         return [m for _, m in sorted(best.values(), key=lambda km: km[0])]

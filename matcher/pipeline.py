@@ -468,10 +468,10 @@ class Pipeline:
             self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known))
 
     def _known(self, source: str) -> release.Releases | None:
-        """The releases `source`'s log can be from: the setting's, or learned under "auto"."""
-        if self.sglang_version == release.AUTO:
-            return self._tracker.known(source)
-        if self.sglang_version in release.UNNAMED:
+        """The release the setting names for every log; None under "auto" too: the line the
+        traceback prints says more of its release than what was learned from other lines, and
+        an answer must not hang on what was read before it (a catch-up reads less)."""
+        if self.sglang_version == release.AUTO or self.sglang_version in release.UNNAMED:
             return None
         return release.Releases.of((self.sglang_version,))
 

@@ -62,7 +62,9 @@ RESIDENT = ("id", "message_pattern", "layer", "origin", "index", "error_message"
             "sglang_versions",
             # the site: a generated record matched on a traceback must be where it raised
             # (`engine._drop_contradicted_sites`)
-            "file_path", "locations")
+            "file_path", "locations",
+            # an import or lookup message has no site to contradict (its generator says so)
+            "generator")
 LAZY = tuple(f for f in _FIELDS if f not in RESIDENT)
 _LAZY = frozenset(LAZY)
 _RESIDENT = frozenset(RESIDENT)
@@ -352,7 +354,7 @@ def build(out: Path, base: Path, records: Sequence[CatalogRecord], version: str
         rel = Path(r.origin).resolve().relative_to(base.resolve()).as_posix()
         rows.append((r.id, r.message_pattern, r.layer, origins[rel], r.index, r.error_message,
                      r.error_class, r.severity, r.role, r.literal_length, r.raised_in,
-                     r.consequence_of, r.sglang_versions, r.file_path, r.locations))
+                     r.consequence_of, r.sglang_versions, r.file_path, r.locations, r.generator))
         piece = pickle.dumps(tuple(getattr(r, name) for name in LAZY),
                              protocol=pickle.HIGHEST_PROTOCOL)
         pieces.append(piece)
