@@ -115,8 +115,8 @@ def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Matc
 
 
 def _curated_before_import_messages(best: dict[int, tuple[SortKey, Match]]) -> None:
-    """A curated record that matches the same exception as an import or lookup message
-    (`matcher.catalog.mismatch`) speaks for it: the pipeline computes the version answer for
+    """On a traceback, a curated record that matches the same exception as an import or lookup
+    message (`matcher.catalog.mismatch`) speaks for it: the pipeline computes the version answer for
     any record's event of that shape (`pipeline.mismatched`), and the curated record says
     what to do where that computes nothing."""
     curated = {(m.error_class, m.message) for _, m in best.values()
@@ -372,7 +372,7 @@ class Engine:
             self._match_cut(record, targets, best)
         if record.kind == "traceback" and best:
             _drop_contradicted_sites(record, best)
-        _curated_before_import_messages(best)
+            _curated_before_import_messages(best)
         if self.framed and record.exceptions:
             self._match_framed(record, best)
         return [m for _, m in sorted(best.values(), key=lambda km: km[0])]
