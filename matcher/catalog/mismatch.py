@@ -536,13 +536,10 @@ def _name(form: Form, sglang_version: str | None, directory: Path | None, *,
                          if running else "The release that wrote this log is not known."),
                       (), ())
     found = bound
-    sources = sorted({(src, name) for _, _, src, name in found})
-    if len(sources) != 1:
+    one = _one_source(found, directory)
+    if one is None:
         return None
-    source, name = sources[0]
-    index = index_for(source.split(".", 1)[0], directory)
-    if index is None:
-        return None
+    source, name, index = one
     modules = sorted({m for m, _, _, _ in found})
     via = f"imported as `{form.name}` by {', '.join(modules)} from `{source}`"
     got = _symbol(index, source, name, sglang_version, directory, via=via)
@@ -554,18 +551,27 @@ def _name(form: Form, sglang_version: str | None, directory: Path | None, *,
     return Answer(got.documentation + note, got.solutions, got.installs)
 
 
-def _pins_by_release(alias: str, found: Sequence[tuple[str, int, str, str]], sglang: Index,
-                     directory: Path | None) -> Answer | None:
-    """The release that wrote the log is not known: when every import binding `alias` takes
-    one dependency name, say what each sglang release binding it pins of that dependency —
-    the fix is the pin of the user's release, whichever it is."""
+def _one_source(found: Sequence[tuple[str, int, str, str]], directory: Path | None
+                ) -> tuple[str, str, Index] | None:
+    """The one dependency name every import found binds, and that package's index; None when
+    the imports bind several, or no index is shipped for it."""
     sources = sorted({(src, name) for _, _, src, name in found})
     if len(sources) != 1:
         return None
     source, name = sources[0]
     index = index_for(source.split(".", 1)[0], directory)
-    if index is None:
+    return None if index is None else (source, name, index)
+
+
+def _pins_by_release(alias: str, found: Sequence[tuple[str, int, str, str]], sglang: Index,
+                     directory: Path | None) -> Answer | None:
+    """The release that wrote the log is not known: when every import binding `alias` takes
+    one dependency name, say what each sglang release binding it pins of that dependency —
+    the fix is the pin of the user's release, whichever it is."""
+    one = _one_source(found, directory)
+    if one is None:
         return None
+    source, name, index = one
     mask = 0
     for _, m, _, _ in found:
         mask |= m
