@@ -58,8 +58,8 @@ CORPUS = TRAIN_DIR
 from matcher.catalog import Catalog, load_catalog  # noqa: E402
 from matcher.engine import Engine  # noqa: E402
 from matcher.pipeline import Pipeline  # noqa: E402
-from matcher.release import AUTO  # noqa: E402
 from matcher.redact import Redactor  # noqa: E402
+from matcher.release import AUTO  # noqa: E402
 from matcher.sinks.events import event_dict  # noqa: E402
 from matcher.types import Chunk  # noqa: E402
 
