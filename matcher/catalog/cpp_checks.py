@@ -50,6 +50,18 @@ OP_CHECKS = {"TORCH_CHECK_EQ": "==", "TORCH_CHECK_NE": "!=", "TORCH_CHECK_LE": "
              "TORCH_CHECK_LT": "<", "TORCH_CHECK_GE": ">=", "TORCH_CHECK_GT": ">"}
 THROWN = {"runtime_error": None, "invalid_argument": None, "logic_error": None,
           "out_of_range": None}
+# torch's own sources also raise through these (`checks(…, classed=True)`): the C++ error type
+# names the Python class torch converts it to (torch/csrc/Exceptions.h); `AT_ERROR(msg…)` is
+# `TORCH_CHECK(false, msg…)`.
+CLASSED = ("TORCH_CHECK_WITH", "C10_THROW_ERROR", "AT_ERROR")
+PYTHON_CLASS_OF = {
+    "Error": "RuntimeError", "ValueError": "ValueError", "TypeError": "TypeError",
+    "IndexError": "IndexError", "NotImplementedError": "NotImplementedError",
+    "LinAlgError": "RuntimeError", "OutOfMemoryError": "OutOfMemoryError",
+    "DistError": "DistError", "DistBackendError": "DistBackendError",
+    "DistNetworkError": "DistNetworkError", "DistStoreError": "DistStoreError",
+    "EnforceFiniteError": "RuntimeError", "AcceleratorError": "AcceleratorError",
+}
 NO_MESSAGE = ("Expected {cond} to be true, but got false.  (Could this error message be "
               "improved?  If so, please report an enhancement request to PyTorch.)")
 
@@ -479,7 +491,9 @@ class _CheckScanner:
     """The checks of one file's tokens: `scan` walks a token list and hands each check-shaped
     call to the method for its kind, which records it and says where the walk goes on."""
 
-    def __init__(self, text: str, path: str, macros: dict[str, Macro]) -> None:
+    def __init__(self, text: str, path: str, macros: dict[str, Macro], classed: bool = False
+                 ) -> None:
+        self.classed = classed
         self.toks = lex(text, macros)
         self.lines = text.splitlines()
         self.owner = _function_owners(self.toks)
@@ -512,6 +526,8 @@ class _CheckScanner:
             call = i + 1 < len(ts) and ts[i + 1].text == "("
             if call and t.text in CHECK_CLASSES:
                 i = self.torch_check(ts, i, at, fn, via)
+            elif call and self.classed and t.text in CLASSED:
+                i = self.classed_check(ts, i, at, fn)
             elif call and t.text in OP_CHECKS:
                 i = self.op_check(ts, i, at, fn, via)
             elif (t.text == "throw" and i + 4 < len(ts) and ts[i + 1].text == "std"
@@ -538,6 +554,26 @@ class _CheckScanner:
             self.add("check", via or ts[i].text, parts, CHECK_CLASSES[ts[i].text], cond, at, fn)
         return close + 1
 
+    def classed_check(self, ts: list[Tok], i: int, at: int, fn: str) -> int:
+        """`TORCH_CHECK_WITH(Type, cond, msg…)`, `C10_THROW_ERROR(Type, msg…)` or
+        `AT_ERROR(msg…)` at `ts[i]`, with a literal in its message. Returns the index after."""
+        close = matching_close(ts, i + 1)
+        args = macro_args(ts, i + 2, close)
+        name = ts[i].text
+        if name == "AT_ERROR":
+            kind, cond, message = "RuntimeError", "false", args
+        elif name == "C10_THROW_ERROR" and len(args) >= 2:
+            kind, cond, message = spell(args[0]), "false", args[1:]
+        elif name == "TORCH_CHECK_WITH" and len(args) >= 3:
+            kind, cond, message = spell(args[0]), spell(args[1]), args[2:]
+        else:
+            return close + 1
+        parts = _message_parts(message)
+        if any(isinstance(p, str) and p.strip() for p in parts):
+            self.add("check", name, parts, PYTHON_CLASS_OF.get(kind, "RuntimeError"), cond, at,
+                     fn)
+        return close + 1
+
     def op_check(self, ts: list[Tok], i: int, at: int, fn: str, via: str) -> int:
         """`TORCH_CHECK_EQ(a, b)` and its siblings at `ts[i]`: `Check failed: a == b (x vs. y) `.
         Returns the index after the call."""
@@ -562,10 +598,12 @@ class _CheckScanner:
         return close + 1
 
 
-def checks(text: str, path: str, macros: dict[str, Macro]) -> list[CppCheck]:
+def checks(text: str, path: str, macros: dict[str, Macro], classed: bool = False
+           ) -> list[CppCheck]:
     """Every check of one file (see the module doc); the file's own `#define`s are added to
-    `macros` as they are read."""
-    scanner = _CheckScanner(text, path, macros)
+    `macros` as they are read. `classed`: also torch's own `TORCH_CHECK_WITH`,
+    `C10_THROW_ERROR` and `AT_ERROR`."""
+    scanner = _CheckScanner(text, path, macros, classed)
     scanner.scan(scanner.toks, 0, None, "", 0)
     return scanner.out
 

@@ -1,0 +1,123 @@
+"""torch's own C++ checks (`matcher.catalog.torch_native`) and their records.
+
+The reader is checked on torch's source as the 2.6.0 release holds it (the snippets below are
+copied from the files named); the shipped records on lines users pasted into public threads,
+with their URLs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from generated_layer import engine_of, scan
+
+from matcher.catalog.cpp_checks import Hole, checks
+from matcher.catalog.torch_native import in_scope, shape_of, without_detail_tail
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATED = ROOT / "patterns" / "sglang" / "generated" / "torch-native.jsonl"
+
+# torch 2.6.0, torch/csrc/distributed/c10d/HashStore.cpp:51 and ProcessGroupNCCL.cpp:2370
+C10D_2_6_0 = r"""
+void HashStore::wait(const std::vector<std::string>& keys,
+                     const std::chrono::milliseconds& timeout) {
+  if (!cv_.wait_for(lock, timeout, pred)) {
+      C10_THROW_ERROR(DistStoreError, "Wait timeout");
+  }
+}
+void ProcessGroupNCCL::checkAndSetException() {
+  TORCH_CHECK_WITH(
+      DistBackendError,
+      ncclComm->getNcclCommFailureReason() == std::nullopt,
+      "NCCL communicator was aborted on rank ", rank_, ".");
+}
+"""
+
+
+def test_torch_own_raising_macros_give_their_python_class() -> None:
+    found = {c.template: c for c in checks(C10D_2_6_0, "c10d.cpp", {}, classed=True)}
+    assert found["Wait timeout"].error_class == "DistStoreError"
+    aborted = found["NCCL communicator was aborted on rank {rank_}."]
+    assert aborted.error_class == "DistBackendError"
+    assert aborted.condition.startswith("ncclComm->getNcclCommFailureReason()")
+    assert aborted.function == "checkAndSetException"
+    # The kernel libraries' readers do not look for them: their records stay as they were.
+    assert checks(C10D_2_6_0, "c10d.cpp", {}) == []
+
+
+def test_the_tree_read_is_what_an_inference_server_runs() -> None:
+    assert in_scope("pytorch-v2.6.0/aten/src/ATen/native/TensorShape.cpp") == \
+        "aten/src/ATen/native/TensorShape.cpp"
+    assert in_scope("pytorch-v2.6.0/aten/src/ATen/native/cuda/Blas.cpp")
+    assert in_scope("pytorch-v2.6.0/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp")
+    assert in_scope("pytorch-v2.6.0/aten/src/ATen/native/quantized/cpu/qconv.cpp") is None
+    assert in_scope("pytorch-v2.6.0/aten/src/ATen/native/mps/operations/Copy.mm") is None
+    assert in_scope("pytorch-v2.6.0/torch/csrc/jit/runtime/interpreter.cpp") is None
+
+
+def test_an_os_error_tail_is_left_out_of_the_pattern_and_nothing_else() -> None:
+    shm = ("unable to open shared memory object <", Hole("filename_"),
+           "> in read-write mode: ", Hole("c10::utils::str_error(errno)"), " (", Hole("errno"),
+           ")")
+    assert without_detail_tail(shm) == shm[:3][:2] + ("> in read-write mode",)
+    shapes = ("mat1 and mat2 shapes cannot be multiplied (", Hole("a"), "x", Hole("b"), ")")
+    assert without_detail_tail(shapes) == shapes
+    got = ("expected device ", Hole("a"), ", got: ", Hole("b"))
+    assert without_detail_tail(got) == got
+    assert shape_of("a ({x.size(0)}x{y}) {{literal}}") == "a ({}x{}) {{literal}}"
+
+
+def _records() -> list[dict[str, object]]:
+    return [json.loads(line) for line in GENERATED.read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_shipped_records_say_where_torch_raises_them() -> None:
+    records = _records()
+    assert len(records) > 3000
+    assert {r["sourcePackage"] for r in records} == {"torch"}
+    assert {r["generator"] for r in records} == {"matcher.catalog.torch_native"}
+    by_message = {r["errorMessage"]: r for r in records}
+    cat = next(r for m, r in by_message.items() if m.startswith("Sizes of tensors must match"))
+    assert cat["filePath"] == "aten/src/ATen/native/TensorShape.h"
+    assert str(cat["githubUrl"]).startswith("https://github.com/pytorch/pytorch/blob/v2.6.0/")
+    # No record's pattern can match an empty message (the loader refuses such a pattern).
+    assert all(str(r["messagePattern"]).rstrip(")?") != "(?<=^\\s*(?:what\\(\\):\\s+" for r in
+               records)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return engine_of(tmp_path_factory.mktemp("torch"), ("torch-native.jsonl",))
+
+
+# Lines users pasted, with the thread each is from.
+PASTED = {
+    # https://github.com/TL-System/plato/issues/28 (a torch release before the errno tail)
+    "shm": "RuntimeError: unable to open shared memory object </torch_68252_3878038395> in "
+           "read-write mode",
+    # https://github.com/pangeo-data/pangeo-docker-images/issues/258
+    "write": "RuntimeError: unable to write to file </torch_1394_2747491098>",
+    # https://github.com/bigscience-workshop/lm-evaluation-harness/pull/72
+    "device": "RuntimeError: Expected all tensors to be on the same device, but found at least "
+              "two devices, cuda:0 and cpu! (when checking argument for argument index in "
+              "method wrapper__index_select)",
+}
+
+
+def test_a_shared_memory_failure_says_to_give_the_container_more(engine) -> None:  # type: ignore[no-untyped-def]
+    for key in ("shm", "write"):
+        (event,) = scan(engine, PASTED[key] + "\n")
+        assert "aten/src/ATen/MapAllocator.cpp" in event["remediation"]["url"], event
+        fix = " ".join(event["remediation"]["solutions"])
+        assert "--shm-size" in fix and "/dev/shm" in fix
+
+
+def test_a_device_mismatch_names_torch_and_its_values(engine) -> None:  # type: ignore[no-untyped-def]
+    (event,) = scan(engine, PASTED["device"] + "\n")
+    assert event["pattern_id"]
+    assert event["captures"]["argName"] == "index"
+    assert event["captures"]["methodName"] == "wrapper__index_select"
+    assert "torch 2.6.0" in event["remediation"]["documentation"]
+    assert event["remediation"]["solutions"] == []
