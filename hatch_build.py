@@ -49,7 +49,7 @@ print(f"precompiled {m['records']} records for {m['machine']}: {m['hyperscan_inf
 """
 
 NO_PRECOMPILE = ("the wheel ships no precompiled catalog ({why}): its first start compiles "
-                 "the built-in catalog (about half a minute, cached afterwards)")
+                 "the built-in catalog (about a minute, cached afterwards)")
 
 
 def hyperscan_missing() -> str | None:

@@ -1,9 +1,10 @@
 """docs/performance.md, rendered from the results in bench/results/.
 
 Every figure in the page comes from a results file that a bench script wrote; each table names
-its file, the git revision it measured, the date and the machine. Nothing here is typed by
-hand but the words around the tables, so the page cannot drift from what was measured:
-`tests/test_docs.py` fails when the page differs from what this script renders.
+its file, the command that wrote it, the date and the machine (the revision measured is in the
+file). Nothing here is typed by hand but the words around the tables, so the page cannot drift
+from what was measured: `tests/test_performance_page.py` fails when the page differs from what
+this script renders.
 
     python bench/report.py            # rewrite docs/performance.md
     python bench/report.py --check    # exit 1 when the page is not what the results say
@@ -32,14 +33,17 @@ PARALLEL = (
     "scan_parallel-small-files.json",
     "scan_parallel.json",
 )
-GREP_FULL = "full-grep-f90d804.txt"
+GREP_FULL = "full-grep.txt"
+# That file is the printed report of a full `bench/run.py`, which holds no date: the date of the
+# revision it names.
+GREP_FULL_DATE = "2026-12-04"
 
 INTRO = """\
 # Performance
 
 Every figure on this page is rendered by `python bench/report.py` from the results files in
 [`bench/results/`](../bench/results/) that the bench scripts write; each section names its file,
-the git revision measured, the date and the machine. How each figure is measured:
+the command that wrote it, the date and the machine. How each figure is measured:
 [`bench/README.md`](../bench/README.md). The machine is shared (2 CPUs): the same command runs
 1.3–1.8× slower at another hour, so targets are ratios of commands run side by side in one run,
 and times are medians.
@@ -57,50 +61,20 @@ does not fit the catalog (a checkout whose catalog changed), the built-in record
 into the cache directory while the curated layer already reads; a user's `--catalog` compiles
 only its own records, as a second engine part merged at match time."""
 
-# Figures measured once, when each choice in the code was made; no bench script re-measures
-# them, so they are kept here as text, with the code each belongs to.
-CHOICES = """\
-## Figures behind choices in the code
-
-Measured when each choice was made (2 CPUs, the full built-in catalog, the bench logs of
-`bench/`); the code's comments say what each choice is and why, these say how much it was
-worth. Run `bench/run.py` for today's figures.
-
-| Choice (where) | What it saved then |
-| --- | --- |
-| `scan -j` only from 64 reads on (`parallel.MIN_PARALLEL_READS`) | 17 MB log: 0.60 s alone, 0.65 s with two workers; 84 MB: 1.00 s either way; 168 MB: 1.46 s and 1.22 s |
-| workers renumber lines instead of counting them first (`parallel._renumber`) | a pass over the input, a fifth of the work on a 1 GB log |
-| JSON lines made in the workers (`parallel.WorkerContext.dicts`) | 0.19 s of a 7.3 s run on the 1 GB bench log |
-| reading states kept every 16th read (`parallel.STATES_STRIDE`) | a fortieth of a worker's time on the 1 GB log |
-| small files batched (`parallel.BATCH_READS`) | `-j 2` over 10,000 small logs took twice as long as `-j 1` one at a time |
-| held files unbuffered (`parallel.HELD_FILES`) | 80 MB of read buffers for 10,000 files |
-| parent without the collector during `scan -j` (`parallel._fork`) | a sixth of the parent's time |
-| patterns made on first use (`engine._Patterns`) | a fifth of every start |
-| `regex` programs pickled (`compile.thaw`) | 0.4–0.7 ms per pattern parsed, loading some 60× faster |
-| collector paused while a compiled form loads (`stored_form.collector_paused`) | a third of the load's time |
-| engine file digest checked once (`precompiled.Store.engine_form`) | 0.03 s of a 0.46 s start |
-| record fields settled lazily (`precompiled.StoredRecord`) | a fifth of every start |
-| packed `sglangLocations` (`catalog.schema`) | 35 MB and a third of the start, for some 83,000 locations |
-| parsed-file cache (`catalog.load._ParsedFile`) | ~1 s of every start validating 21,000 records |
-| yaml imported only for YAML catalogs (`catalog.load`) | ~24 ms of every start |
-| redaction patterns compiled on first use (`redact._COMPILED`) | ~22 ms of every start |"""
-
-
 def load(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((RESULTS / name).read_text())
     return data
 
 
-def provenance(name: str, data: dict[str, Any]) -> str:
-    """Where a table's figures come from: file, revision, date, machine."""
+def provenance(name: str, data: dict[str, Any], command: str) -> str:
+    """Where a table's figures come from: file, command, date, machine."""
     config = data.get("config", {})
     machine = config.get("machine", {})
-    git = config.get("git") or data.get("git", "?")
     started = config.get("started") or data.get("started", "?")
     cpus = machine.get("cpus") or data.get("cpus", "?")
     python = machine.get("python")
-    what = f"`bench/results/{name}`: git {git}, {started} UTC, {cpus} CPUs"
-    return what + (f", Python {python}" if python else "")
+    return (f"`bench/results/{name}`, written by `{command}` on {started} UTC, on this "
+            f"project's shared machine ({cpus} CPUs{f', Python {python}' if python else ''})")
 
 
 def number(value: float, digits: int = 3) -> str:
@@ -130,7 +104,7 @@ def throughput_section() -> list[str]:
            (f"A generated sglang log of {config['lines']:,} lines (every release's messages, "
            f"failures among traffic), medians of {config['runs']} runs, whole-command wall "
            f"time with start-up, peak RSS from `/usr/bin/time -v`. "
-           f"{provenance(THROUGHPUT, data)}; `python bench/run.py`."), ""]
+           f"{provenance(THROUGHPUT, data, 'python bench/run.py')}."), ""]
     rows = [(t["name"], f"{number(t['median_s'])} s", number(t["lines"]),
              number(t["lines_per_s"]), number(t["mb_per_s"], 1), number(t["peak_rss_mb"], 1))
             for t in data["throughput"]]
@@ -163,9 +137,16 @@ def throughput_section() -> list[str]:
     grep = (RESULTS / GREP_FULL).read_text().splitlines()
     full_grep = [line for line in grep if line.startswith(("grep full", "scan full ÷ grep"))]
     if full_grep:
-        out += ["", (f"GNU grep with the full catalog (`bench/results/{GREP_FULL}`, "
-                f"{grep[0].split(': ', 1)[-1]}):"), "", "```", *full_grep, "```"]
+        run = grep[0].split(": ", 1)[-1].rsplit(", git ", 1)[0]
+        out += ["", (f"GNU grep with the full catalog (`bench/results/{GREP_FULL}`, the report "
+                     f"`python bench/run.py` printed on {GREP_FULL_DATE}: {run}):"),
+                "", "```", *full_grep, "```"]
     return out
+
+
+START_COMMAND = ("python bench/run.py --quick --skip throughput --skip mtail --skip grep-full "
+                 "--skip latency --skip crash --skip catchup --skip idle "
+                 "--out bench/results/start.json")
 
 
 def start_section() -> list[str]:
@@ -174,9 +155,7 @@ def start_section() -> list[str]:
     compiling = start["compiling"]
     out = ["## Start-up", "",
            (f"The daemon with the full catalog, from exec to `/readyz` answering 200; medians of "
-           f"{len(start['cold_runs'])} runs. {provenance(START, data)}; "
-           "`python bench/run.py --quick --skip throughput --skip mtail --skip grep-full "
-            "--skip latency --skip crash --skip catchup --skip idle --out bench/results/start.json`."), ""]
+           f"{len(start['cold_runs'])} runs. {provenance(START, data, START_COMMAND)}."), ""]
     rows = [
         (("first start, empty cache (a new pod), precompiled catalog "
          f"{start['precompiled']}"), f"{number(start['cold_readyz_s'])} s",
@@ -199,7 +178,8 @@ def crash_section() -> list[str]:
     out = ["## A crash that is the last line written", "",
            ("A traceback whose exception line is the last thing the server writes: no next line "
            "closes it, so the event waits the exception grace (0.1 s: a chained cause printed "
-           f"within it joins the same event). {provenance(CRASH, data)}."), ""]
+           f"within it joins the same event). {provenance(CRASH, data, 'python bench/run.py --quick')}."),
+           ""]
     rows = [(c["catalog"], f"{c['events_seen']} of {c['crashes']}", number(c["p50_ms"], 1),
              number(c["p99_ms"], 1), number(c["max_ms"], 1))
             for c in data["daemon"]["crash_latency"]]
@@ -222,16 +202,27 @@ def parallel_section() -> list[str]:
         data = load(name)
         ratios = data["ratios"]
         cells = [number(ratios[key]) + "×" if key in ratios else "" for key in wanted]
-        rows.append((f"`{name}` ({data['runs']} rounds, git {data['git']}, {data['started']})",
+        run = f"`bench/results/{name}`, {data['started']} UTC: `{parallel_command(name, data)}`"
+        rows.append((run,
                      *cells, "yes" if data["same_output"] else "**no**"))
-    out += table(("run", "-j 2 ÷ -j 1, 1M lines", "ceiling", "-j 2 ÷ -j 1, 1 GB",
+    out += table(("run (2 CPUs)", "-j 2 ÷ -j 1, 1M lines", "ceiling", "-j 2 ÷ -j 1, 1 GB",
                   "-j 2 ÷ -j 1, 5,000 small files", "same events"), rows)
     return out
 
 
+def parallel_command(name: str, data: dict[str, Any]) -> str:
+    """The `bench/scan_parallel.py` command that wrote `name`, from what the file measured."""
+    measured = " ".join(data["median_s"])
+    flags = [f"--runs {data['runs']}"]
+    flags += [] if " (big)" in data["logs"] else ["--big-lines 0"]
+    flags += [] if "(rotations)" in measured else ["--rotations 0"]
+    flags += [] if "(small files)" in measured else ["--small-files 0"]
+    return f"python bench/scan_parallel.py {' '.join(flags)} --out bench/results/{name}"
+
+
 def render() -> str:
     parts = [INTRO.rstrip("\n").splitlines(), throughput_section(), start_section(),
-             crash_section(), parallel_section(), CHOICES.splitlines()]
+             crash_section(), parallel_section()]
     lines: list[str] = []
     for part in parts:
         lines += part + [""]

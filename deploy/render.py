@@ -4,12 +4,13 @@
 deploy/prometheus/sglang-matcher.rules.yml is where rules are written (and `promtool test rules`
 proves them). From it:
 - deploy/k8s/base/prometheusrule.yaml: the same groups in a Prometheus Operator `PrometheusRule`;
-- deploy/grafana/alert-rules.yaml: each alert as a Grafana-managed rule (file provisioning,
-  `apiVersion: 1`) over the same PromQL: query A is the alert's expression, B reduces it to its
-  last value, C fires when B > 0 (every alert expression is positive exactly when it fires).
-  Grafana's `$value` is a list of all queries, so `$value` in an annotation becomes
-  `$values.B.Value`. Labels carry no `$` (Grafana's provisioning would read it as an
-  environment variable; annotations and queries are not interpolated).
+- deploy/grafana/alerting/alert-rules.yaml: each alert as a Grafana-managed rule (file
+  provisioning, `apiVersion: 1`) over the same PromQL: query A is the alert's expression, B
+  reduces it to its last value, C fires when B > 0 (every alert expression is positive exactly
+  when it fires). Grafana's `$value` is a list of all queries, so `$value` in an annotation
+  becomes `$values.B.Value`. Labels carry no `$` (Grafana's provisioning would read it as an
+  environment variable; in annotations only `${NAME}` is, and queries are not interpolated).
+  The contact points and the notification policy beside it are written by hand.
 
 `python3 deploy/render.py` writes both; `--check` exits 1 if either differs from what it would
 write (tests/test_deploy_prometheus.py runs it).
@@ -28,7 +29,7 @@ import yaml
 DEPLOY = Path(__file__).resolve().parent
 RULES = DEPLOY / "prometheus" / "sglang-matcher.rules.yml"
 PROMETHEUS_RULE = DEPLOY / "k8s" / "base" / "prometheusrule.yaml"
-GRAFANA_RULES = DEPLOY / "grafana" / "alert-rules.yaml"
+GRAFANA_RULES = DEPLOY / "grafana" / "alerting" / "alert-rules.yaml"
 GRAFANA_DATASOURCE_UID = "prometheus"  # the uid of the Prometheus data source in Grafana
 GRAFANA_FOLDER = "sglang-matcher"
 

@@ -20,7 +20,7 @@ from prom_harness import JOB, Prometheus, poll, scraped_daemon, served_url
 
 REPO = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO / "deploy" / "grafana" / "sglang-matcher-dashboard.json"
-GRAFANA_RULES = REPO / "deploy" / "grafana" / "alert-rules.yaml"
+GRAFANA_RULES = REPO / "deploy" / "grafana" / "alerting" / "alert-rules.yaml"
 RULES = REPO / "deploy" / "prometheus" / "sglang-matcher.rules.yml"
 # Real sglang 0.5.23 logs: the seed's ValueError (curated pattern 4e2cdd4d6209ebbd) and a
 # scheduler crash.

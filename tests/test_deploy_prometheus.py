@@ -20,7 +20,7 @@ from matcher.telemetry import Telemetry
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "deploy" / "prometheus" / "sglang-matcher.rules.yml"
 RULE_TESTS = REPO / "deploy" / "prometheus" / "sglang-matcher.rules.test.yml"
-GRAFANA_RULES = REPO / "deploy" / "grafana" / "alert-rules.yaml"
+GRAFANA_RULES = REPO / "deploy" / "grafana" / "alerting" / "alert-rules.yaml"
 
 
 def alerts() -> list[dict]:

@@ -14,7 +14,8 @@ hook really compiles one (the one costly step here: about a minute on 2 cores; d
 The final stage is then run as `docker run --read-only -e SGLANG_MATCHER_FROM_BEGINNING=true -v
 examples/logs:/var/log/sglang:ro` would: read-only root, uid 10001, the two volumes, a network of
 its own. Its first start, with an empty cache, must load the wheel's precompiled catalog and be
-ready (`/readyz`) in under 2 s; the HEALTHCHECK command must pass against it.
+ready (`/readyz`) within 2 s of its CPU time (and 15 s of wall time on this shared machine:
+READY_WALL_WITHIN says why); the HEALTHCHECK command must pass against it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "deploy" / "docker" / "Dockerfile"
 SEED = "4e2cdd4d6209ebbd"
 READY_WITHIN = 2.0  # seconds of CPU, the first start from the wheel (issue 33)
+# Seconds of wall time for the same start. On a quiet machine it is under 2 s (`bench/run.py
+# --quick`'s target "first start, empty cache: exec → /readyz"); here the suite shares 2 cores
+# with its other worker and other jobs, and this start took 5.6 s at load 13. A start that
+# compiles the catalog instead is ready after about 65 s (bench/results/start.json), so this bound
+# still tells the two apart at any load this machine has shown.
+READY_WALL_WITHIN = 15.0
 
 
 def play(dockerfile: Path, context: Path, work: Path) -> list[Stage]:
@@ -182,8 +189,8 @@ def test_the_sdist_holds_the_tree_and_the_wheel_everything_with_the_precompiled_
 def test_the_image_runs_read_only_as_its_user_and_is_ready_at_once(built, tmp_path):
     """The final stage as `docker run --read-only` runs it: uid 10001, the state and cache
     volumes empty, sglang's real logs mounted read-only. Ready in under 2 s with the full
-    precompiled catalog (not a compile), the seed's failure among its events, HEALTHCHECK
-    passing, exit 0 on SIGTERM."""
+    precompiled catalog (not a compile) — 2 s of its CPU time, 15 s of wall time on this shared
+    machine —, the seed's failure among its events, HEALTHCHECK passing, exit 0 on SIGTERM."""
     final = built["stages"][-1]
     every = dockerfile_steps(DOCKERFILE.read_text())
     steps = dict(every[max(i for i, (w, _) in enumerate(every) if w == "FROM"):])
@@ -217,8 +224,9 @@ def test_the_image_runs_read_only_as_its_user_and_is_ready_at_once(built, tmp_pa
     assert started["precompiled"] == "used", started
     # Ready within 2 s of the daemon's own CPU time (utime + stime until /readyz said 200): on
     # a quiet machine its wall time, on a loaded one the part that is the daemon's doing. A
-    # compile of the catalog would take ~30 s of it.
+    # compile of the catalog would take ~30 s of it. The wall time, with room for the load.
     assert seen["ready"] is not None and seen["cpu"] < READY_WITHIN, seen
+    assert seen["ready"] < READY_WALL_WITHIN, seen
     events = [json.loads(x) for x in seen["events"]]
     assert SEED in {e.get("pattern_id") for e in events}, events
     assert (seen["healthcheck"], seen["exit"]) == (0, 0), seen["logs"]

@@ -54,3 +54,15 @@ def test_the_check_fails_on_a_figure_the_results_do_not_hold():
     page = [float(f.replace(",", "")) for f in figures(report.render())]
     assert quoted("0.64", page)
     assert not quoted("0.63", page)
+
+
+def test_the_readme_stays_short_and_its_performance_part_is_five_lines_with_a_link():
+    """README.md is at most 200 lines; its performance part is the figures' lines and one line
+    linking docs/performance.md, each short."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    section = text.split("## How it is built and how fast it is", 1)[1].split("\n## ", 1)[0]
+    figures_lines = readme_performance_lines()
+    [link] = [line for line in section.splitlines() if "(docs/performance.md)" in line]
+    assert len(figures_lines) + 1 <= 5
+    assert all(len(line) <= 160 for line in [*figures_lines, link])
