@@ -55,6 +55,7 @@ def test_the_tree_read_is_what_an_inference_server_runs() -> None:
     assert in_scope("pytorch-v2.6.0/aten/src/ATen/native/quantized/cpu/qconv.cpp") is None
     assert in_scope("pytorch-v2.6.0/aten/src/ATen/native/mps/operations/Copy.mm") is None
     assert in_scope("pytorch-v2.6.0/torch/csrc/jit/runtime/interpreter.cpp") is None
+    assert in_scope("pytorch-v2.6.0/aten/src/ATen/native/Convolution.cpp") is None
 
 
 def test_an_os_error_tail_is_left_out_of_the_pattern_and_nothing_else() -> None:
@@ -75,7 +76,7 @@ def _records() -> list[dict[str, object]]:
 
 def test_the_shipped_records_say_where_torch_raises_them() -> None:
     records = _records()
-    assert len(records) > 3000
+    assert len(records) > 2000
     assert {r["sourcePackage"] for r in records} == {"torch"}
     assert {r["generator"] for r in records} == {"matcher.catalog.torch_native"}
     by_message = {r["errorMessage"]: r for r in records}

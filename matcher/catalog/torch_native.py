@@ -10,7 +10,9 @@ GitHub repository is beyond what this project fetches). Read: ATen's operators
 (`aten/src/ATen/native/` — the CPU/generic files, `cuda/` and `transformers/`, which holds
 scaled-dot-product attention), ATen's core and CUDA glue, `c10/core`, `c10/cuda`, `c10/util`,
 and `torch/csrc`'s top level, `cuda/`, `utils/` and `distributed/c10d/`. Left out: backends an
-sglang server does not run (quantized, sparse, mkldnn, MPS, Vulkan, XNNPACK, nested tensors).
+sglang server does not run (quantized, sparse, mkldnn, MPS, Vulkan, XNNPACK, nested tensors) and
+operators its forward pass does not (`NOT_SERVED`: convolutions, pooling, losses, optimizers,
+backward-only kernels …).
 
 Each `TORCH_CHECK*`, `TORCH_CHECK_WITH`, `C10_THROW_ERROR` and `AT_ERROR` with enough literal
 text (`cpp_checks`, `sgl_kernel.usable`) gives a record per message template, merged over the
@@ -59,6 +61,16 @@ IN_SCOPE = re.compile(
     r"|c10/(?:core|cuda|util)/[^/]+"
     r"|torch/csrc/(?:[^/]+|cuda/[^/]+|utils/[^/]+|distributed/c10d/.+))")
 LEFT_OUT = re.compile(r"/(?:quantized|sparse|mkldnn|mps|vulkan|xnnpack|nested|metal|miopen|hip)/")
+# Operators and backends an LLM server's forward pass does not run (convolutions, pooling,
+# recurrent layers, losses, optimizers, backward-only kernels, solvers, FFTs, TorchScript's
+# types, MPI/UCC process groups): their checks only weigh on the catalog's size and start.
+NOT_SERVED = re.compile(
+    r"/(?:[^/]*Conv[^/]*|[^/]*Pool[^/]*|MaxUnpooling|BatchLinearAlgebra|SpectralOps|Distance|"
+    r"RNN|ReflectionPad|ReplicationPad|Padding|EmbeddingBag|Histogram|SegmentReduce|Loss|"
+    r"UpSample|Fractional|Bucketization|ProcessGroupMPI|ProcessGroupUCC|Sparse|NestedInt|"
+    r"LegacyBatching|NamedTensor|class_type|ivalue|attention_backward|kernel_backward|"
+    r"AffineGrid|GridSampler|Im2Col|Col2Im|Unfold|PixelShuffle|ChannelShuffle|Correlation|"
+    r"Fused(?:Adam|SGD|Adagrad)|Foreach)[^/]*$")
 HEAD = r"(?<=^\s*(?:what\(\):\s+)?)"
 MARKERS = ("TORCH_CHECK", "AT_ERROR", "C10_THROW_ERROR")
 
@@ -68,6 +80,8 @@ def in_scope(member: str) -> str | None:
     member (`pytorch-v2.6.0/aten/…`), or None when it is not read."""
     rel = member.split("/", 1)[1] if "/" in member else member
     if not rel.endswith(SUFFIXES) or LEFT_OUT.search("/" + rel):
+        return None
+    if NOT_SERVED.search("/" + rel):
         return None
     return rel if IN_SCOPE.fullmatch(rel) else None
 
