@@ -1,5 +1,7 @@
 """An exception no record knows, raised at an sglang line a later release changed: an event of
-the curated record `sglang-changed-line`, with the release to upgrade to.
+the curated record `sglang-changed-line`, with the release to upgrade to. An exception a
+dependency's record knows but gives no way to fix (torch refused an operator's arguments)
+keeps its record and gains the same upgrade.
 
 The traceback's innermost frame in sglang's code (`Event.raised_at`) names the file and prints
 the source line. When the line history (`matcher.catalog.line_history`) says that line was
@@ -36,16 +38,19 @@ def _history(path: Path | None = None) -> History | None:
 
 def answered(events: list[Event], record: CatalogRecord | None,
              known: Callable[[str], Releases | None],
-             history: Callable[[], History | None] = _history) -> list[Event]:
+             history: Callable[[], History | None] = _history,
+             unfixed: Callable[[Event], bool] = lambda e: False) -> list[Event]:
     """`events` with each unknown exception raised at a changed sglang line made an event of
-    `record` (`known(source)`: the releases that source's log can be from, None if unknown)."""
+    `record`, and each `unfixed` one (an event of a dependency's record that says no way to
+    fix it) given the upgrade (`known(source)`: the releases that source's log can be from,
+    None if unknown)."""
     if record is None:
         return events
     out = events
     for i, e in enumerate(events):
         at = e.raised_at
-        if e.event != "sglang_unknown_error" or at is None or not at.source_line \
-                or not at.path.startswith("sglang/"):
+        if at is None or not at.source_line or not at.path.startswith("sglang/") \
+                or not (e.event == "sglang_unknown_error" or unfixed(e)):
             continue
         lines = history()
         if lines is None:
@@ -57,7 +62,8 @@ def answered(events: list[Event], record: CatalogRecord | None,
             continue
         if out is events:
             out = list(events)
-        out[i] = _event(e, record, run, at.path, at.source_line)
+        out[i] = (_event(e, record, run, at.path, at.source_line)
+                  if e.event == "sglang_unknown_error" else _upgraded(e, run, at.path, at.source_line))
     return out
 
 
@@ -67,11 +73,21 @@ def _holding(runs: list[Run], known: Releases) -> Run | None:
     return holding[0] if len(holding) == 1 and holding[0].after is not None else None
 
 
-def _event(e: Event, record: CatalogRecord, run: Run, path: str, line: str) -> Event:
+def _fixed_in(run: Run, path: str, line: str) -> FixedIn:
     anchor = hashlib.sha256(f"python/{path}".encode()).hexdigest()
     assert run.after is not None
-    fixed = FixedIn(run.after, run.last, f"{COMPARE}/v{run.last}...v{run.after}#diff-{anchor}",
-                    line=line)
+    return FixedIn(run.after, run.last, f"{COMPARE}/v{run.last}...v{run.after}#diff-{anchor}",
+                   line=line)
+
+
+def _upgraded(e: Event, run: Run, path: str, line: str) -> Event:
+    fixed = _fixed_in(run, path, line)
+    remediation = {**(e.remediation or {}), "solutions": [fixed.solution()]}
+    return dataclasses.replace(e, remediation=remediation, fixed_in=fixed)
+
+
+def _event(e: Event, record: CatalogRecord, run: Run, path: str, line: str) -> Event:
+    fixed = _fixed_in(run, path, line)
     base = record.remediation()
     remediation = {**base, "solutions": [fixed.solution(), *base.get("solutions", ())]}
     return dataclasses.replace(

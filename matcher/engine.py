@@ -129,6 +129,30 @@ def _curated_before_import_messages(best: dict[int, tuple[SortKey, Match]]) -> N
             del best[i]
 
 
+def _curated_before_dependency_records(best: dict[int, tuple[SortKey, Match]]) -> None:
+    """A curated record that matches the same exception as a record of a dependency's source
+    (torch, flashinfer, sgl-kernel: a generated record with no file in sglang) speaks for it,
+    however long each pattern's literal text: the dependency's record says where its check
+    is, the curated one was written for how that failure shows in sglang and what to do
+    (torch's `CUDA out of memory. Tried to allocate …` is the allocator's check; the curated
+    record computes a new `--mem-fraction-static`)."""
+    curated = {(m.error_class, m.message) for _, m in best.values()
+               if not m.on_header and m.pattern.peek("layer") == "curated"}
+    if not curated:
+        return
+    for i, (_, m) in list(best.items()):
+        rec = m.pattern
+        if (m.error_class, m.message) in curated and of_a_dependency(rec):
+            del best[i]
+
+
+def of_a_dependency(rec: CatalogRecord) -> bool:
+    """A generated record of a dependency's source (torch, flashinfer, sgl-kernel, the native
+    vocabularies): no file in sglang, and not an import or lookup message (made anywhere)."""
+    return rec.peek("layer") == "generated" and rec.peek("generator") != IMPORT_MESSAGES \
+        and not _sites(rec)
+
+
 def _sites(rec: CatalogRecord) -> set[str]:
     """The files (from `sglang/` on) that hold `rec` at any release."""
     paths = [rec.file_path or "", *(loc[1] or "" for loc in rec.sglang_locations)]
@@ -370,6 +394,8 @@ class Engine:
                     best[i] = (key, _match(pattern, captures, record, target, cut=False))
         if not self.messages_only and any(part.heads for part in self._parts):
             self._match_cut(record, targets, best)
+        if best:
+            _curated_before_dependency_records(best)
         if record.kind == "traceback" and best:
             _drop_contradicted_sites(record, best)
             _curated_before_import_messages(best)

@@ -37,7 +37,7 @@ from matcher.decode import (
     cri_skippable,
     docker_skippable,
 )
-from matcher.engine import Engine
+from matcher.engine import Engine, of_a_dependency
 from matcher.framing import Framer
 from matcher.redact import Redactor, without_cut_value
 from matcher.types import Chunk, Event, Fed, Line, Match, Record
@@ -465,7 +465,14 @@ class Pipeline:
         points into that release (the newest of a range); a dependency at the wrong version
         gets the `pip install` for that release (`mismatched`)."""
         return mismatched(changed_line.answered(
-            self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known))
+            self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known,
+            unfixed=self._unfixed_dependency_event))
+
+    def _unfixed_dependency_event(self, e: Event) -> bool:
+        """An event of a dependency's record that says no way to fix it."""
+        rec = self._by_id.get(e.pattern_id or "")
+        return rec is not None and of_a_dependency(rec) and not (e.remediation or {}).get(
+            "solutions")
 
     def _known(self, source: str) -> release.Releases | None:
         """The release the setting names for every log; None under "auto" too: the line the

@@ -49,12 +49,26 @@ def test_the_shipped_history_knows_when_a_line_left() -> None:
     assert history.runs("sglang/srt/layers/linear.py", "no such line in sglang") == []
 
 
-def test_an_unknown_index_error_at_a_reworked_line_says_where_to_upgrade(engine: Engine) -> None:
+def test_an_unknown_key_error_at_a_reworked_line_is_an_event_of_the_record(engine: Engine) -> None:
+    path = FIELD / "projects" / "slime-1514-serving-chat-weight-version-keyerror.log"
+    events = [e for e in _events(engine, path) if e.error_class == "KeyError"]
+    assert len(events) == 1
+    e = events[0]
+    assert (e.event, e.pattern_id) == ("sglang_error", changed_line.RECORD_ID)
+    assert e.fixed_in is not None and e.remediation is not None
+    assert e.remediation["solutions"][0].startswith(f"Upgrade sglang to {e.fixed_in.release}")
+
+
+def test_torch_refusing_an_index_at_a_reworked_line_keeps_its_record_and_gains_the_upgrade(
+        engine: Engine) -> None:
     path = FIELD / "sglang-b" / "1556-constrained-vocab-mask-indexerror.log"
     events = [e for e in _events(engine, path) if e.error_class == "IndexError"]
     assert len(events) == 1
     e = events[0]
-    assert (e.event, e.pattern_id) == ("sglang_error", changed_line.RECORD_ID)
+    assert e.event == "sglang_error" and e.pattern_id != changed_line.RECORD_ID
+    record = next(r for r in engine.records if r.id == e.pattern_id)
+    assert record.generator == "matcher.catalog.torch_native"
+    assert "In torch 2.6.0" in e.remediation["documentation"]
     assert e.message.splitlines()[0] == (
         "IndexError: index 2 is out of bounds for dimension 0 with size 2")
     assert e.fixed_in is not None and (e.fixed_in.release, e.fixed_in.last) == ("0.3.5",
@@ -71,8 +85,8 @@ def test_the_release_the_log_is_from_picks_the_run(engine: Engine) -> None:
     # The same traceback said to come from a release after the line left: not its line, no answer.
     path = FIELD / "sglang-b" / "1556-constrained-vocab-mask-indexerror.log"
     events = [e for e in _events(engine, path, version="0.4.0") if e.error_class == "IndexError"]
-    assert [e.event for e in events] == ["sglang_unknown_error"]
-    assert events[0].fixed_in is None
+    assert [e.event for e in events] == ["sglang_error"]  # torch's record, with no way out
+    assert events[0].fixed_in is None and events[0].remediation["solutions"] == []
 
 
 def test_a_line_that_came_back_has_no_answer_without_the_release() -> None:
@@ -131,7 +145,7 @@ def test_the_report_keeps_two_changed_lines_apart(engine: Engine) -> None:
     paths = [FIELD / "sglang-b" / "1556-constrained-vocab-mask-indexerror.log",
              FIELD / "projects" / "slime-1514-serving-chat-weight-version-keyerror.log"]
     events = [event_dict(e, Redactor()) for p in paths for e in _events(engine, p)
-              if e.pattern_id == changed_line.RECORD_ID]
+              if e.fixed_in is not None]
     assert len(events) == 2 and "fingerprint" not in events[0]
     assert len(group_events(events)) == 2
 

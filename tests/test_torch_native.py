@@ -122,3 +122,23 @@ def test_a_device_mismatch_names_torch_and_its_values(engine) -> None:  # type: 
     assert event["captures"]["methodName"] == "wrapper__index_select"
     assert "torch 2.6.0" in event["remediation"]["documentation"]
     assert event["remediation"]["solutions"] == []
+
+
+def test_a_curated_record_speaks_for_a_failure_torch_also_words() -> None:
+    # MinerU issue 3418: torch's allocator raised it (a torch record holds the whole sentence,
+    # a longer literal than the curated record's); the curated record says what to do.
+    from matcher.catalog import load_catalog
+    from matcher.engine import Engine
+    from matcher.pipeline import Pipeline
+    from matcher.types import Chunk
+
+    engine = Engine(load_catalog().records)
+    path = ROOT / "tests" / "fixtures" / "field" / "projects" / "mineru-3418-sglang-siglip-oom.log"
+    data = path.read_bytes()
+    pipeline = Pipeline(engine)
+    events = pipeline.feed(Chunk(data, "log", len(data))).events
+    events += pipeline.end_of_source("log") + pipeline.finish()
+    (oom,) = [e for e in events if e.error_class.endswith("OutOfMemoryError")]
+    record = next(r for r in engine.records if r.id == oom.pattern_id)
+    assert record.layer == "curated"
+    assert any("--mem-fraction-static" in s for s in oom.remediation["solutions"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from matcher.catalog.line_history import History
 from matcher.catalog.schema import CatalogRecord
-from matcher.engine import Engine
+from matcher.engine import Engine, of_a_dependency
 from matcher.frames import raising_frame
 from matcher.framing import Framer
 from matcher.types import Line, Record
@@ -81,13 +81,16 @@ def check_examples(
 
 def _changed_line_example(engine: Engine, text: str) -> bool:
     """An example of the record decided at event time (`matcher.changed_line`, the only one:
-    `raisedIn.source` `*`): a traceback no record takes, raised in sglang's code at a line the
-    line history says a later release dropped."""
+    `raisedIn.source` `*`): a traceback no record takes (or only a dependency's record with no
+    way to fix it, which the event keeps), raised in sglang's code at a line the line history
+    says a later release dropped."""
     history = History.load()
     for record in frame_text(text):
         frame = raising_frame(record) if record.kind == "traceback" else None
         if frame is None or not frame.package_path.startswith("sglang/"):
             continue
-        if engine.match(record) is None and history.lone_run(frame.package_path, frame.source):
+        m = engine.match(record)
+        open_to = m is None or (of_a_dependency(m.pattern) and not m.pattern.solutions)
+        if open_to and history.lone_run(frame.package_path, frame.source):
             return True
     return False
