@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 
 from watch_harness import REPO, DaemonProcess, wait_for
@@ -150,3 +151,36 @@ def test_a_second_sigterm_stops_at_once(tmp_path):
         os.close(read_end)
     assert code == 3
     assert '"reason": "a second signal"' in d.err.read_text()
+
+
+def test_a_second_signal_whose_handler_runs_inside_the_first_s_stops_at_once():
+    """Python runs a signal's handler between any two bytecodes, those of another handler
+    included: a second SIGTERM can be handled while the first's handler is still arming the
+    deadline. It is a second signal all the same (before: taken for a first, it armed the
+    deadline again and the daemon waited all of it)."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from matcher.daemon import Daemon, StopDeadline, stderr_logger
+
+    class SecondSignalDuringTheFirst:
+        def __init__(self) -> None:
+            self.daemon: Daemon | None = None
+
+        def set(self) -> None:  # the first handler wakes the loop: the second lands here
+            if self.daemon is not None:
+                daemon, self.daemon = self.daemon, None
+                daemon.request_stop(signal.SIGTERM)
+
+    wakeup = SecondSignalDuringTheFirst()
+    topo = SimpleNamespace(config=SimpleNamespace(stop_timeout=600.0))
+    daemon = Daemon(topo, log=stderr_logger(sys.stderr), wakeup=wakeup)  # type: ignore[arg-type]
+    daemon._runner = threading.get_ident()  # as `run` sets it: signals are handled here
+    wakeup.daemon = daemon
+    try:
+        with pytest.raises(StopDeadline, match="a second signal"):
+            daemon.request_stop(signal.SIGTERM)
+    finally:
+        daemon._disarm_deadline()
+        signal.setitimer(signal.ITIMER_REAL, 0)
