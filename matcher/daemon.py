@@ -221,6 +221,7 @@ class Daemon:
         self._next_progress = 0.0
         self._output_closed: OutputClosed | None = None  # the event stream's reader went away
         self._deadline_armed = False  # SIGALRM set for `stop_timeout` after a stop signal
+        self._signalled = False  # a stop signal reached `run`'s thread: the next one ends it
         self._runner: int | None = None  # the thread running `run`: signals are handled there
         self._interrupted = False  # the stop is a SIGINT: someone at a terminal waits for it
 
@@ -231,8 +232,13 @@ class Daemon:
     # -- signals -----------------------------------------------------------------------------
 
     def request_stop(self, signum: int = signal.SIGTERM, *_: object) -> None:
-        if self._stop and self._deadline_armed:
+        # Marked before anything else: a second signal whose handler runs nested in the
+        # first's (Python runs handlers between any two bytecodes, a handler's own included)
+        # is a second signal too, not a first one that arms the deadline again.
+        if self._signalled:
             raise StopDeadline("a second signal")
+        self._signalled = (threading.get_ident() == self._runner
+                           and threading.current_thread() is threading.main_thread())
         self._interrupted = signum == signal.SIGINT
         self._stop = True
         self.wakeup.set()
@@ -281,6 +287,7 @@ class Daemon:
             return self._stopped_at_deadline(e)
         finally:
             self._disarm_deadline()
+            self._signalled = False
 
     def _start(self) -> None:
         topo = self.topo

@@ -121,6 +121,8 @@ DOCKER_RECORD_START_SIGNS: tuple[bytes, ...] = (
 DEFAULT_MAX_TRACEBACK_LINES = 2000
 # A traceback at its exception line is closed after this long without a next line (`Framer.tick`).
 DEFAULT_EXCEPTION_GRACE = 0.1
+# The longest a traceback's next line may take to write and still keep it open (`Framer._due`).
+SLOW_LINE_LIMIT = 60.0
 MAX_RANKS_SEEN = 4096
 DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024
 DEFAULT_MAX_EXCEPTIONS = 32
@@ -188,6 +190,8 @@ class _Open:
     blank_run: int = 0
     in_group: bool = False
     kind: str = "traceback"  # or "line": a lone `Class: message` line and its continuation
+    # When bytes of its next line last came, that line not ended yet (`Framer.line_growing`).
+    growing_at: float = field(default=0.0, compare=False)
     after_frame: bool = False  # the last line was a `File "…", line N` frame line
     # A native crash's first line (`_TERMINATE`, `_PANIC`): "terminate" or "panic", waiting in
     # state "native" for its message line; `native_class` the C++ exception's class.
@@ -380,12 +384,30 @@ class Framer:
             return None
         return max(0.0, min(self._due(tb) for tb in self._open.values()) - now)
 
+    def line_growing(self, now: float) -> None:
+        """Bytes of a line not ended yet came (a writer slower than a line at a time: a byte
+        every 100 ms behind a slow pipe): the record that line would continue is not idle."""
+        tb = self._open.get(self._current) or self._unfinished()
+        if tb is not None:
+            tb.growing_at = now
+
     def _due(self, tb: _Open) -> float:
         """When `tb` is closed if no line comes. A continuation (`During handling…`, `The above
         exception…`, an exception group's bars, a message's next line) comes at once in
-        practice — Python prints a traceback in one go — and resets the clock."""
-        wait = self.exception_grace if tb.state == "exception" else self.flush_after
-        return tb.last_seen + min(wait, self.flush_after)
+        practice — Python prints a traceback in one go — and resets the clock.
+
+        While its next line is being written (`line_growing`), a record still waiting for its
+        exception line waits `flush_after` from the last byte (up to `SLOW_LINE_LIMIT` after its
+        last line: no traceback line takes longer to write); one past its exception line waits
+        up to `flush_after` after it, not only `exception_grace` (another rank's progress bar
+        without a newline then delays its event by that much, no more)."""
+        growing = tb.growing_at > tb.last_seen
+        if tb.state == "exception":
+            wait = self.flush_after if growing else min(self.exception_grace, self.flush_after)
+            return tb.last_seen + wait
+        if not growing:
+            return tb.last_seen + self.flush_after
+        return min(tb.growing_at, tb.last_seen + SLOW_LINE_LIMIT) + self.flush_after
 
     def finish(self) -> list[Record]:
         """End of input: every open traceback becomes a record, in the order they started."""

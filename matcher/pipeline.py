@@ -188,7 +188,9 @@ class Pipeline:
             return self._feed_sparse(chunk, splitter, decoder, prefilter.hits, now)
         lines = self._decode(source, decoder, splitter.feed(chunk))
         self._positions[source] = splitter.position
-        return self._frame(source, lines, now)
+        events = self._frame(source, lines, now)
+        self._line_growing(source, splitter, now)
+        return events
 
     def _feed_sparse(self, chunk: Chunk, splitter: LineSplitter, decoder: LineDecoder,
                      hits: Callable[[bytes], list[int]], now: float) -> list[Event]:
@@ -220,7 +222,15 @@ class Pipeline:
         self._count(source, taken)
         self._count_skipped(source, splitter.skipped - skipped)
         self._positions[source] = splitter.position
+        self._line_growing(source, splitter, now)
         return self._records(records, now)
+
+    def _line_growing(self, source: str, splitter: LineSplitter, now: float) -> None:
+        """A chunk that ends inside a line (a slow writer's bytes): the record that line may
+        continue is not idle (`Framer.line_growing`)."""
+        framer = self._framers.get(source)
+        if splitter.partial_offset is not None and framer is not None and not framer.idle():
+            framer.line_growing(now)
 
     def flush_partial(self, source: str, now: float = 0.0) -> list[Event]:
         """Hand on a last line still waiting for its end (the caller saw it idle long enough).

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from matcher.catalog.check import frame_text
-from matcher.framing import Framer, split_prefix, strip_ansi
+from matcher.framing import SLOW_LINE_LIMIT, Framer, split_prefix, strip_ansi
 from matcher.types import ExceptionLine, Line
 
 
@@ -167,6 +167,26 @@ def test_a_traceback_cut_off_in_its_frames_is_flushed_after_flush_after():
     assert framer.tick(104.0) == []
     (r,) = framer.tick(105.5)
     assert (r.kind, r.exceptions) == ("traceback", ())
+
+
+def test_a_traceback_whose_next_line_is_still_being_written_stays_open():
+    """A slow writer (a byte every 100 ms): while bytes of the next line come, a traceback in
+    its frames counts idle from the last byte (up to `SLOW_LINE_LIMIT` after its last line),
+    and one past its exception line waits up to `flush_after` instead of `exception_grace`."""
+    framer = Framer(flush_after=5.0, exception_grace=0.1)
+    framer.feed(Line("Traceback (most recent call last):", "s", 0, 1), now=100.0)
+    framer.line_growing(103.0)
+    framer.line_growing(106.0)
+    assert framer.tick(110.5) == []  # 4.5 s after the last byte
+    assert framer.due_in(110.5) == pytest.approx(0.5)
+    framer.feed(Line('  File "x.py", line 1, in f', "s", 1, 2), now=111.0)
+    framer.line_growing(111.0 + SLOW_LINE_LIMIT + 30)  # no line takes that long to write
+    assert framer.due_in(111.0) == pytest.approx(SLOW_LINE_LIMIT + 5.0)
+    framer.feed(Line("KeyError: 'x'", "s", 2, 3), now=200.0)
+    framer.line_growing(200.05)
+    assert framer.tick(200.2) == []  # past the grace: its next line is on its way
+    (r,) = framer.tick(205.0)
+    assert (r.offset, len(r.lines), r.exceptions) == (0, 3, (ExceptionLine("KeyError", "'x'"),))
 
 
 def test_a_traceback_at_its_exception_line_closes_after_the_grace_unless_it_goes_on():

@@ -172,7 +172,8 @@ def test_a_glob_that_matches_nothing_is_loud(tmp_path):
         url = wait_for(lambda: served_url(d))
         said = wait_for(lambda: stderr_events(d, "path_matches_nothing")
                         if len(stderr_events(d, "path_matches_nothing")) >= 2 else None, 10)
-        followed = [sample(url, "sglang_matcher_files_followed", source=p)
+        scraped = metrics(url)  # the series themselves, not `sample`'s 0 for a missing one
+        followed = [scraped.get(("sglang_matcher_files_followed", (("source", p),)))
                     for p in (mistyped, directory)]
         ready = json.loads(urllib.request.urlopen(url + "/readyz", timeout=10).read())
         assert d.stop() == 0

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 
 from watch_harness import REPO, DaemonProcess, wait_for
@@ -39,6 +40,15 @@ def _pending(pid: int, sig: int) -> bool:
         if line.startswith(("SigPnd:", "ShdPnd:")):
             mask |= int(line.split()[1], 16)
     return bool(mask & (1 << (sig - 1)))
+
+
+def _handled(pid: int, fd: int, sig: int) -> bool:
+    """`sig` reached the daemon's Python handler, which it had blocked in its write to the pipe
+    `fd`: the signal is no longer pending and the daemon is back in that write, which Python
+    retries only after running the handler (PEP 475). Delivered alone is not enough: until the
+    handler runs — the main thread waits for the GIL after the interrupted write, long under
+    load — a second signal only sets the same flag again, one handler call for both."""
+    return not _pending(pid, sig) and _blocked_on_pipe(pid, fd)
 
 
 def _blocked_on_pipe(pid: int, fd: int) -> bool:
@@ -131,9 +141,9 @@ def test_a_second_sigterm_stops_at_once(tmp_path):
             f.write(_lines(0, FAILURES))
         assert wait_for(lambda: _blocked_on_pipe(proc.pid, read_end), 30)
         proc.send_signal(signal.SIGTERM)
-        assert wait_for(lambda: not _pending(proc.pid, signal.SIGTERM), 10)  # delivered
+        assert wait_for(lambda: _handled(proc.pid, read_end, signal.SIGTERM), 60)
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(15)
+        code = proc.wait(60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -141,3 +151,36 @@ def test_a_second_sigterm_stops_at_once(tmp_path):
         os.close(read_end)
     assert code == 3
     assert '"reason": "a second signal"' in d.err.read_text()
+
+
+def test_a_second_signal_whose_handler_runs_inside_the_first_s_stops_at_once():
+    """Python runs a signal's handler between any two bytecodes, those of another handler
+    included: a second SIGTERM can be handled while the first's handler is still arming the
+    deadline. It is a second signal all the same (before: taken for a first, it armed the
+    deadline again and the daemon waited all of it)."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from matcher.daemon import Daemon, StopDeadline, stderr_logger
+
+    class SecondSignalDuringTheFirst:
+        def __init__(self) -> None:
+            self.daemon: Daemon | None = None
+
+        def set(self) -> None:  # the first handler wakes the loop: the second lands here
+            if self.daemon is not None:
+                daemon, self.daemon = self.daemon, None
+                daemon.request_stop(signal.SIGTERM)
+
+    wakeup = SecondSignalDuringTheFirst()
+    topo = SimpleNamespace(config=SimpleNamespace(stop_timeout=600.0))
+    daemon = Daemon(topo, log=stderr_logger(sys.stderr), wakeup=wakeup)  # type: ignore[arg-type]
+    daemon._runner = threading.get_ident()  # as `run` sets it: signals are handled here
+    wakeup.daemon = daemon
+    try:
+        with pytest.raises(StopDeadline, match="a second signal"):
+            daemon.request_stop(signal.SIGTERM)
+    finally:
+        daemon._disarm_deadline()
+        signal.setitimer(signal.ITIMER_REAL, 0)
