@@ -283,6 +283,14 @@ def test_bootstrap_fetch_failure_says_where_the_bootstrap_server_is(engine, cata
     assert "--disaggregation-bootstrap-port" in said and "nvidia_peermem" in said
 
 
+def test_ascend_engine_failure_names_the_mf_store_url(engine, catalog):
+    """sglang#22840: PD disaggregation on Ascend NPU without ASCEND_MF_STORE_URL."""
+    line = "RuntimeError: Ascend Transfer Engine initialization failed.\n"
+    [event] = [e for e in scan_text(engine, catalog, line) if e["pattern_id"]]
+    said = " ".join(fixes(event))
+    assert "ASCEND_MF_STORE_URL=tcp://" in said and "every prefill and decode server" in said
+
+
 def test_area_rules_leave_other_disaggregation_records_alone(catalog):
     """A PP-stage range error and a teardown's deregistration are not network failures."""
     from matcher.catalog import area_remedies
