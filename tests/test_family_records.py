@@ -72,6 +72,10 @@ EXPECTED = {
     "model-runtime/4048-max-new-tokens-none-typeerror.log": "none-in-numeric-operation",
     "projects/areal-177-weight-update-group-nccl-invalid-argument.log": "weights-update-group-init-failed",
     "sglang-b/2796-launch-router-without-worker-urls.log": "router-launch-argument-rejected",
+    "sglang-i/4300-fc-parse-json-400.log": "tool-call-output-unparsable",
+    "sglang-i/flashinfer-1048-encoder-head-dim-32-invalid-configuration.log":
+        "flashinfer-attention-invalid-configuration",
+    "sglang-i/1109-triton-decode-head-dim-80-assert.log": "triton-attention-head-dim-unsupported",
 }
 
 

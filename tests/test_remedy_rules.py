@@ -283,6 +283,32 @@ def test_bootstrap_fetch_failure_says_where_the_bootstrap_server_is(engine, cata
     assert "--disaggregation-bootstrap-port" in said and "nvidia_peermem" in said
 
 
+def test_ascend_engine_failure_names_the_mf_store_url(engine, catalog):
+    """sglang#22840: PD disaggregation on Ascend NPU without ASCEND_MF_STORE_URL."""
+    line = "RuntimeError: Ascend Transfer Engine initialization failed.\n"
+    [event] = [e for e in scan_text(engine, catalog, line) if e["pattern_id"]]
+    said = " ".join(fixes(event))
+    assert "ASCEND_MF_STORE_URL=tcp://" in said and "every prefill and decode server" in said
+
+
+def test_a_401_from_the_api_key_middleware_says_which_header_to_send(engine, catalog):
+    """sglang#25127: a server started with --api-key, the client's requests refused."""
+    line = ('[2026-05-13 11:24:14] INFO:     192.168.100.67:58648 - "POST /v1/responses '
+            'HTTP/1.1" 401 Unauthorized\n')
+    [event] = [e for e in scan_text(engine, catalog, line) if e["pattern_id"]]
+    said = " ".join(fixes(event))
+    assert "`Authorization` header, as the word `Bearer`" in said and "`--api-key`" in said
+
+
+def test_a_rust_panic_says_to_upgrade_the_component_that_panicked(engine, catalog):
+    """sglang#7619: the router's health check panicked inside tokio."""
+    line = ("thread '<unnamed>' panicked at /home/router/.cargo/registry/src/index.crates.io-"
+            "1949cf8c6b5b557f/tokio-1.45.1/src/runtime/blocking/shutdown.rs:51:21:\n")
+    [event] = [e for e in scan_text(engine, catalog, line) if e["pattern_id"]]
+    said = " ".join(fixes(event))
+    assert "pip install -U sglang-router" in said and "RUST_BACKTRACE=1" in said
+
+
 def test_area_rules_leave_other_disaggregation_records_alone(catalog):
     """A PP-stage range error and a teardown's deregistration are not network failures."""
     from matcher.catalog import area_remedies

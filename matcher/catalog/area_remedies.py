@@ -1,6 +1,6 @@
 """What to do about sglang's PD-disaggregation failures, by rule over the generated records of
-`srt/disaggregation/`: messages about the bootstrap server, about Mooncake's transfer engine,
-and about a KV transfer that failed. No check there reads a flag, so the guard-based
+`srt/disaggregation/`: messages about the bootstrap server, about Mooncake's and Ascend's
+transfer engines, and about a KV transfer that failed. No check there reads a flag, so the guard-based
 derivation (`matcher.catalog.remedy`) gives them only pointers; what to do follows from how
 sglang's PD disaggregation is set up (its guide, `docs/advanced_features/pd_disaggregation.md`):
 the prefill server runs a bootstrap server on `--disaggregation-bootstrap-port` (8998 by
@@ -78,6 +78,20 @@ RULES: tuple[AreaRule, ...] = (
         "The KV cache did not move between prefill and decode: if the peer server died, its "
         "own log has the cause (restart it); otherwise give Mooncake RDMA devices that reach "
         "the peer (`--disaggregation-ib-device`) and " + _RDMA_CHECK),
+    AreaRule(
+        # the Ascend backend (`--disaggregation-transfer-backend ascend`) joins its transfer
+        # engine through the MemFabric config store named by ASCEND_MF_STORE_URL, created by
+        # the prefill server of node rank 0 (sglang's tokenizer manager, `create_config_store`);
+        # unset or unreachable, `AscendTransferEngine.initialize` fails (sglang#22840).
+        "ascend-engine",
+        re.compile(r"/srt/disaggregation/ascend/transfer_engine\.py$"),
+        re.compile(r"(?i)initialization failed"),
+        (),
+        "The Ascend transfer engine could not join the MemFabric config store: export "
+        "`ASCEND_MF_STORE_URL=tcp://<IP of the first prefill server>:<free port>` with the same "
+        "value on every prefill and decode server before starting them (the prefill server of "
+        "node rank 0 creates the store there), and make that port reachable from every node; "
+        "if it is set so, the MemFabric lines above this one say what else failed"),
 )
 
 

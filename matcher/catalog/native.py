@@ -383,7 +383,7 @@ SHAPES: tuple[Shape, ...] = (
           R.Remedy("A Rust thread panicked (sglang's router and gateway, tokenizers, and other "
                    "Rust components): `file:line:column` is where, and the line after it (or "
                    "the rest of this one) the panic's message. With RUST_BACKTRACE=1 the panic "
-                   "prints its stack.", severity="critical"),
+                   "prints its stack.", solutions=R.RUST_PANIC, severity="critical"),
           # https://github.com/aarroyoc/scryer-playground/issues/45 (train)
           ("thread 'main' panicked at src/machine/system_calls.rs:4033:26:",)),
     Shape("rust panic old", "rust-thread-panicked-message-first",

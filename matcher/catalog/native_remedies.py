@@ -38,6 +38,20 @@ _KERNEL_FAULT = (
     "--sampling-backend) to isolate it"),
 )
 _KERNEL_FAULT_ACTIONS: FixActions = ((_BLOCKING,), (_NO_GRAPH,))
+
+# A panic is an `unwrap`/`expect`/index the component's code did not expect to fail: a bug of that
+# release or an input it did not check. sglang's router turned panics into errors release by
+# release (sglang#3016 for its start-up, #7619 for its health check), so the release is the fix.
+RUST_PANIC = (
+    ("Upgrade the Rust component the panic's file path names: sglang's router or gateway "
+     "(`sglang_router_rs`, `sgl-router`, `sgl-model-gateway`, or a log of "
+     "`sglang_router_rs::…` lines) with `pip install -U sglang-router` (or the image of a newer "
+     "sglang), the tokenizers crate (`tokenizers-…` in the path) with `pip install -U "
+     "tokenizers`; panics are fixed release by release"),
+    ("If it still panics, rerun with RUST_BACKTRACE=1 and read the message on the panic's line "
+     "(or the next one): it names the value that was missing or invalid (a worker URL, a "
+     "tokenizer file, a request field), which is what to correct"),
+)
 _CONTEXT_LOST = (" The CUDA context is unusable afterwards: every later CUDA call in the process "
                  "fails, so the first such error in the log is the one that matters.")
 
