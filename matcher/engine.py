@@ -114,6 +114,41 @@ def _drop_contradicted_sites(record: Record, best: dict[int, tuple[SortKey, Matc
             del best[i]
 
 
+def _lookalikes_at_their_frame(record: Record, best: dict[int, tuple[SortKey, Match]]) -> None:
+    """A record whose message others make too (`alsoMadeBy`: the interpreter's `'X' object has
+    no attribute 'y'`, a dependency's `{name} must be contiguous`) matches only where the
+    exception's traceback shows a frame at its site (`_frame_at_site`): on a lone line, or a
+    traceback whose frames are elsewhere, the words say nothing of where they were made, and
+    another record (a curated family's) or none speaks for the exception."""
+    for i, (_, m) in list(best.items()):
+        if not m.on_header and m.pattern.peek("also_made_by") and not _frame_at_site(record, m):
+            del best[i]
+
+
+def _frame_at_site(record: Record, m: Match) -> bool:
+    """The frames of `m`'s exception in `record` put it at `m.pattern`'s site: for a site of
+    sglang's, where they say the message was made (`frames.message_sites`); for a dependency's,
+    the innermost frame in that package is in the record's file."""
+    if record.kind != "traceback":
+        return False
+    rec = m.pattern
+    for exc, frames in zip(record.exceptions, frames_by_exception(record), strict=True):
+        if exc.message != m.message or not frames \
+                or not classes_agree(exc.error_class, m.error_class):
+            continue
+        sites = _sites(rec)
+        if sites:
+            if sites & set(message_sites(frames)):
+                return True
+            continue
+        path = rec.peek("file_path") or ""
+        package = path.split("/", 1)[0] + "/"
+        inner = [f.path for f in frames if package in f.path]
+        if path and inner and inner[-1].endswith(path):
+            return True
+    return False
+
+
 def _curated_before_import_messages(best: dict[int, tuple[SortKey, Match]]) -> None:
     """On a traceback, a curated record that matches the same exception as an import or lookup
     message (`matcher.catalog.mismatch`) speaks for it: the pipeline computes the version answer for
@@ -395,6 +430,7 @@ class Engine:
         if not self.messages_only and any(part.heads for part in self._parts):
             self._match_cut(record, targets, best)
         if best:
+            _lookalikes_at_their_frame(record, best)
             _curated_before_dependency_records(best)
         if record.kind == "traceback" and best:
             _drop_contradicted_sites(record, best)

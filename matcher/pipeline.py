@@ -511,6 +511,8 @@ class Pipeline:
             if remediation is not None and pattern is not None and at \
                     and hasattr(pattern, "location_for"):
                 url = pattern.location_for(at)[2]
+                if label == at:
+                    url = release.agreeing_url(url, at, e.raised_at)
                 if url:
                     remediation = {**remediation, "url": url}
             fixed = None

@@ -64,7 +64,10 @@ RESIDENT = ("id", "message_pattern", "layer", "origin", "index", "error_message"
             # (`engine._drop_contradicted_sites`)
             "file_path", "locations",
             # an import or lookup message has no site to contradict (its generator says so)
-            "generator")
+            "generator",
+            # a message others make too is matched only at its frame
+            # (`engine._lookalikes_at_their_frame`)
+            "also_made_by")
 LAZY = tuple(f for f in _FIELDS if f not in RESIDENT)
 _LAZY = frozenset(LAZY)
 _RESIDENT = frozenset(RESIDENT)
@@ -352,9 +355,8 @@ def build(out: Path, base: Path, records: Sequence[CatalogRecord], version: str
     pieces = []
     for r in records:
         rel = Path(r.origin).resolve().relative_to(base.resolve()).as_posix()
-        rows.append((r.id, r.message_pattern, r.layer, origins[rel], r.index, r.error_message,
-                     r.error_class, r.severity, r.role, r.literal_length, r.raised_in,
-                     r.consequence_of, r.sglang_versions, r.file_path, r.locations, r.generator))
+        rows.append(tuple(origins[rel] if name == "origin" else getattr(r, name)
+                          for name in RESIDENT))
         piece = pickle.dumps(tuple(getattr(r, name) for name in LAZY),
                              protocol=pickle.HIGHEST_PROTOCOL)
         pieces.append(piece)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from matcher import frames
 from matcher.catalog.pep440 import parse_range, version_key
 from matcher.catalog.schema import CatalogRecord
-from matcher.types import FixedIn, Match, Record
+from matcher.types import FixedIn, Match, RaisedAt, Record
 
 COMPARE = "https://github.com/sgl-project/sglang/compare"
 BLOB = "https://github.com/sgl-project/sglang/blob"
@@ -36,6 +36,31 @@ def source_url(version: str, package_path: str, line: int) -> str:
     """The line `package_path:line` (`sglang/srt/…`, as a traceback's frame names it) of
     release `version` on GitHub, where the package lives under `python/`."""
     return f"{BLOB}/v{version}/python/{package_path}#L{line}"
+
+# A source link into sglang's tree at one release (`source_url`, a record's `githubUrl`).
+_BLOB_LINE = re.compile(re.escape(BLOB) + r"/v(?P<release>[^/]+)/python/(?P<path>sglang/[^#]+)#L\d+")
+# A source tree unpacked from a release's archive is named after it:
+# `/hy-tmp/sglang-0.4.7/python/sglang/srt/managers/scheduler.py`.
+_RELEASE_DIR = re.compile(r"/sglang-(\d+(?:\.\d+)+(?:\.post\d+)?)/(?:python/)?sglang/")
+
+
+def agreeing_url(url: str | None, at: str, raised: RaisedAt | None) -> str | None:
+    """A source link for a log written by release `at`: a link into another release's copy of
+    the file the traceback's raising frame is in becomes that frame's line at `at` — the link
+    then shows what the log shows, not what the file holds at a release the log did not run."""
+    m = _BLOB_LINE.fullmatch(url or "")
+    if m is None or not at or m["release"] == at or raised is None or raised.path != m["path"]:
+        return url
+    return source_url(at, raised.path, raised.line)
+
+
+def release_in_paths(record: Record) -> str | None:
+    """The release a traceback's frame paths name (a tree unpacked from its archive), if any."""
+    for frame in frames.all_frames(record):
+        m = _RELEASE_DIR.search(frame.path)
+        if m is not None:
+            return m[1]
+    return None
 
 AUTO = "auto"
 UNNAMED = ("all", "none", "installed")  # settings that name no release for the events
@@ -179,7 +204,11 @@ class ReleaseTable:
 
     def evidence(self, match: Match) -> Releases | None:
         """The releases that can have written this match: those whose raise site is the frame
-        the traceback shows raising, else those where the message exists."""
+        the traceback shows raising, else those where the message exists; the one release its
+        frames' paths name, when they name one the catalog knows (`release_in_paths`)."""
+        named = release_in_paths(match.record) if match.record.kind == "traceback" else None
+        if named is not None and any(v == named for _, v in self._named):
+            return Releases.of((named,))
         pattern = match.pattern
         known = self.releases(pattern)
         if known is None:

@@ -232,7 +232,7 @@ _STR_FIELDS = (
     "sourcePackage", "generator",
 )
 _STR_LIST_FIELDS = ("solutions", "preventionTips", "tags", "sglangVersions", "consequenceOf",
-                    "sourceVersions")
+                    "sourceVersions", "alsoMadeBy")
 
 
 def validate_record(
@@ -406,6 +406,7 @@ def _catalog_record(raw: dict[str, Any], rid: str, file: str, index: int, layer:
         source_package=_shared(raw.get("sourcePackage") or ""),
         source_versions=tuple(map(_shared, raw.get("sourceVersions") or ())),
         generator=_shared(raw.get("generator") or ""),
+        also_made_by=tuple(map(_shared, raw.get("alsoMadeBy") or ())),
         locations=pack_locations(fields.locations),
         examples_match=fields.examples_match,
         examples_no_match=fields.examples_no_match,

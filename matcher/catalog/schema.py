@@ -167,6 +167,10 @@ class CatalogRecord:
     source_package: str = ""
     source_versions: tuple[str, ...] = ()
     generator: str = ""
+    # `alsoMadeBy`: who else makes this very message (`python` for the interpreter's own words,
+    # a dependency's package): matched only where a traceback's frame is at the record's site
+    # (`matcher.catalog.lookalike`).
+    also_made_by: tuple[str, ...] = ()
     # Where the site was in releases whose file or line differ from the top-level (newest) one,
     # packed (`pack_locations`); read them as `sglang_locations`.
     locations: str = ""
