@@ -135,6 +135,23 @@ def test_c10d_macros_format_their_arguments() -> None:
     assert {s.severity for s in sites} == {"warning"}
 
 
+# torch 2.6.0, torch/csrc/distributed/c10d/FlightRecorder.cpp:117
+FLIGHT_RECORDER_2_6_0 = r"""
+  if (!file.is_open()) {
+    LOG(ERROR) << "Error opening file for writing NCCLPG debug info: "
+               << filename_;
+    return;
+  }
+  LOG(INFO) << "Finished writing NCCLPG debug info to " << filename_;
+"""
+
+
+def test_info_lines_are_not_read() -> None:
+    (site,) = log_sites(FLIGHT_RECORDER_2_6_0, "FlightRecorder.cpp")
+    assert site.parts == ("Error opening file for writing NCCLPG debug info: ", Hole("filename_"))
+    assert (site.line, site.level) == (3, "ERROR")
+
+
 def test_what_is_searched_starts_at_a_long_literal() -> None:
     parts = ("Rank ", Hole("rank_"), " Failed to retrieve TORCH_NCCL_DESYNC_DEBUG report. ",
              Hole("e.what()"))
