@@ -165,20 +165,24 @@ def _curated_before_import_messages(best: dict[int, tuple[SortKey, Match]]) -> N
 
 
 def _curated_before_dependency_records(best: dict[int, tuple[SortKey, Match]]) -> None:
-    """A curated record that matches the same exception as a record of a dependency's source
-    (torch, flashinfer, sgl-kernel: a generated record with no file in sglang) speaks for it,
-    however long each pattern's literal text: the dependency's record says where its check
-    is, the curated one was written for how that failure shows in sglang and what to do
-    (torch's `CUDA out of memory. Tried to allocate …` is the allocator's check; the curated
-    record computes a new `--mem-fraction-static`)."""
-    curated = {(m.error_class, m.message) for _, m in best.values()
-               if not m.on_header and m.pattern.peek("layer") == "curated"}
+    """A curated record that matches the same exception, or the same plain line, as a record
+    of a dependency's source (torch, flashinfer, sgl-kernel: a generated record with no file
+    in sglang) speaks for it, however long each pattern's literal text: the dependency's
+    record says where its check or log statement is, the curated one was written for how that
+    failure shows in sglang and what to do (torch's `CUDA out of memory. Tried to allocate …`
+    is the allocator's check; the curated record computes a new `--mem-fraction-static`)."""
+    curated = {_target_of(m) for _, m in best.values() if m.pattern.peek("layer") == "curated"}
     if not curated:
         return
     for i, (_, m) in list(best.items()):
-        rec = m.pattern
-        if (m.error_class, m.message) in curated and of_a_dependency(rec):
+        if _target_of(m) in curated and of_a_dependency(m.pattern):
             del best[i]
+
+
+def _target_of(m: Match) -> tuple[bool, str, str]:
+    """What a match was found in: an exception (its class and message) or a header's (a plain
+    line's) text, whatever class each record names."""
+    return (m.on_header, "" if m.on_header else m.error_class, m.message)
 
 
 def of_a_dependency(rec: CatalogRecord) -> bool:

@@ -454,11 +454,20 @@ def _constructor_of(toks: list[Tok], k: int) -> str | None:
     return toks[opening - 1].text
 
 
-def _function_owners(toks: list[Tok]) -> list[str]:
-    """For each token, the function whose body holds it (`__func__`: the bare name; a lambda's
-    body is `operator()`)."""
-    owner = [""] * len(toks)
-    spans: list[tuple[int, int, str]] = []
+@dataclass(frozen=True, slots=True)
+class FunctionSpan:
+    """A function's definition among a file's tokens: `name` (`__func__`: the bare name; a
+    lambda is `operator()`), its parameter list's `(` (`params`), and its body's braces."""
+
+    name: str
+    params: int
+    body: int
+    end: int
+
+
+def function_spans(toks: list[Tok]) -> list[FunctionSpan]:
+    """The function (and lambda) definitions of a file's tokens, in order of their bodies."""
+    spans: list[FunctionSpan] = []
     for i, t in enumerate(toks):
         if t.text != "(":
             continue
@@ -481,9 +490,16 @@ def _function_owners(toks: list[Tok]) -> list[str]:
             name = _constructor_of(toks, i - 1) or prev.text
         else:
             continue
-        spans.append((j, matching_close(toks, j), name))
-    for a, b, name in sorted(spans):
-        owner[a:b + 1] = [name] * (b + 1 - a)
+        spans.append(FunctionSpan(name, i, j, matching_close(toks, j)))
+    return sorted(spans, key=lambda s: (s.body, s.end, s.name))
+
+
+def _function_owners(toks: list[Tok]) -> list[str]:
+    """For each token, the function whose body holds it (`__func__`: the bare name; a
+    lambda's body is `operator()`)."""
+    owner = [""] * len(toks)
+    for s in function_spans(toks):
+        owner[s.body:s.end + 1] = [s.name] * (s.end + 1 - s.body)
     return owner
 
 
