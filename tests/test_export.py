@@ -20,7 +20,7 @@ from debian import require_tool
 from matcher.catalog import CatalogRecord, load_catalog
 from matcher.catalog.export import export, mtail_counter, render, translate
 from matcher.cli import main
-from matcher.engine import Engine, classes_agree
+from matcher.engine import Engine, classes_agree, of_a_dependency, targets_of
 from matcher.framing import Framer
 from matcher.types import Line
 
@@ -68,6 +68,14 @@ def engine_line_ids(engine: Engine, log: Path, *, with_other_classes: bool = Fal
                     if p.record.error_class and not classes_agree(p.record.error_class, m["cls"])
                     and not p.record.message_pattern.startswith(("(?<![\\s\\S])", "^"))
                     and p.compiled.search(m["msg"])}
+        # A dependency's record that a curated record speaks for on this line (the engine's
+        # precedence, not its matching) still matches it: a line tool sees patterns, not which
+        # record speaks.
+        ids |= {p.record.id for r in records for t in targets_of(r)
+                for p in (engine.patterns[i] for i in engine._candidates(t.message))
+                if of_a_dependency(p.record) and not p.record.also_made_by
+                and classes_agree(p.record.error_class, t.error_class)
+                and p.compiled.search(t.message)}
         out.append(ids)
     return out
 

@@ -68,6 +68,8 @@ class Export:
 
 
 FRAMED = "identified by its traceback frame (raisedIn), not by a line"
+AT_ITS_FRAME = ("words other code makes too (alsoMadeBy): matched only where a traceback frame "
+                "is at its site, which a line tool never sees")
 
 
 def export(records: Iterable[CatalogRecord], dialect: Dialect) -> Export:
@@ -80,6 +82,10 @@ def export(records: Iterable[CatalogRecord], dialect: Dialect) -> Export:
             # Identified by its traceback frame, which a line tool never sees with the message.
             skipped.append((r, FRAMED))
             reasons[FRAMED] += 1
+            continue
+        if r.also_made_by:
+            skipped.append((r, AT_ITS_FRAME))
+            reasons[AT_ITS_FRAME] += 1
             continue
         try:
             done.append((r, translate(r.message_pattern, dialect, r.error_class)))
