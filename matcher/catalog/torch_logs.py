@@ -28,21 +28,20 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import lzma
 import re
 import sys
-import tarfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matcher.catalog import torch_native
 from matcher.catalog.cpp_checks import Hole, Part, plain_text
 from matcher.catalog.sgl_kernel import message_pattern
 from matcher.catalog.source_text import join_literals
 from matcher.catalog.torch_log_sites import C10D_MACROS, C10D_PREFIX, LogSite, log_sites
-from matcher.catalog.torch_native import GENERATED, VERSIONS, default_dir, fetch, shape_of
+from matcher.catalog.torch_native import GENERATED, VERSIONS, default_dir, fetch, shape_of, slug
 
 PACKAGE = "torch"
 GENERATOR = "matcher.catalog.torch_logs"
@@ -71,14 +70,7 @@ def in_scope(member: str) -> str | None:
 
 def tarball_files(path: Path) -> Iterator[tuple[str, str]]:
     """(path, text) of the in-scope files of a release tarball that log."""
-    with lzma.open(path) as xz, tarfile.open(fileobj=xz, mode="r|") as t:
-        for m in t:
-            rel = in_scope(m.name) if m.isfile() else None
-            f = t.extractfile(m) if rel else None
-            if rel and f is not None:
-                text = f.read().decode("utf-8", "replace")
-                if any(k in text for k in MARKERS):
-                    yield rel, text
+    return torch_native.tarball_files(path, in_scope, MARKERS)
 
 
 def tree_files(root: Path) -> Iterator[tuple[str, str]]:
@@ -226,7 +218,7 @@ def build_record(m: Merged) -> dict[str, Any]:
     return {
         "id": record_id(m.key),
         "repo": "pytorch/pytorch",
-        "slug": "torch-log-" + _slug(plain_text(m.searched)),
+        "slug": "torch-log-" + slug(plain_text(m.searched), empty="log"),
         "errorMessage": template_of(logged_parts(site)),
         "messagePattern": message_pattern(m.searched),
         "errorType": "log",
@@ -247,11 +239,6 @@ def build_record(m: Merged) -> dict[str, Any]:
                              "count": len(m.places)}],
         "schemaVersion": 2,
     }
-
-
-def _slug(text: str, limit: int = 48) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return s[:limit].rstrip("-") or "log"
 
 
 @dataclass(slots=True)

@@ -36,7 +36,7 @@ import sys
 import tarfile
 import urllib.request
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,15 +86,17 @@ def in_scope(member: str) -> str | None:
     return rel if IN_SCOPE.fullmatch(rel) else None
 
 
-def tarball_files(path: Path) -> Iterator[tuple[str, str]]:
-    """(path, text) of the in-scope files of a release tarball that hold a check."""
+def tarball_files(path: Path, scope: Callable[[str], str | None] = in_scope,
+                  markers: Sequence[str] = MARKERS) -> Iterator[tuple[str, str]]:
+    """(path, text) of the files of a release tarball that `scope` keeps (under the path it
+    gives) and that name one of `markers`: by default, the checks this module reads."""
     with lzma.open(path) as xz, tarfile.open(fileobj=xz, mode="r|") as t:
         for m in t:
-            rel = in_scope(m.name) if m.isfile() else None
+            rel = scope(m.name) if m.isfile() else None
             f = t.extractfile(m) if rel else None
             if rel and f is not None:
                 text = f.read().decode("utf-8", "replace")
-                if any(k in text for k in MARKERS):
+                if any(k in text for k in markers):
                     yield rel, text
 
 
@@ -190,7 +192,7 @@ def build_record(m: Merged, shared: Sequence[str]) -> dict[str, Any]:
     return {
         "id": record_id(m.key),
         "repo": "pytorch/pytorch",
-        "slug": "torch-" + _slug(plain_text(c.parts)),
+        "slug": "torch-" + slug(plain_text(c.parts)),
         "errorMessage": c.template,
         "messagePattern": HEAD + message_pattern(without_detail_tail(c.parts)),
         "errorType": "check",
@@ -248,9 +250,9 @@ def area_of(path: str) -> Area:
     return next((a for a in AREAS if a.shape.search(path)), OPERATOR)
 
 
-def _slug(text: str, limit: int = 48) -> str:
+def slug(text: str, limit: int = 48, empty: str = "check") -> str:
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return s[:limit].rstrip("-") or "check"
+    return s[:limit].rstrip("-") or empty
 
 
 def kernel_templates(files: Iterable[Path]) -> dict[str, list[str]]:
