@@ -49,7 +49,7 @@ print(f"precompiled {m['records']} records for {m['machine']}: {m['hyperscan_inf
 """
 
 NO_PRECOMPILE = ("the wheel ships no precompiled catalog ({why}): its first start compiles "
-                 "the built-in catalog (about a minute, cached afterwards)")
+                 "the built-in catalog (one to two minutes, cached afterwards)")
 
 
 def hyperscan_missing() -> str | None:
@@ -84,7 +84,7 @@ class PrecompileHook(BuildHookInterface):  # type: ignore[misc]
             return
         root = Path(self.root)
         out = Path(self.directory) / "precompiled"
-        self.app.display_info("precompiling the built-in catalog (about a minute)")
+        self.app.display_info("precompiling the built-in catalog (one to two minutes)")
         started = time.monotonic()
         # A checkout precompiled by `catalog precompile` (its `matcher/_precompiled`) that
         # fits this catalog, code and machine is shipped as it is, not compiled again.

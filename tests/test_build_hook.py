@@ -59,6 +59,6 @@ def test_without_hyperscan_the_wheel_is_built_plain_and_the_build_says_so(tmp_pa
     assert kind == "warning"
     assert text.startswith("the wheel ships no precompiled catalog (Hyperscan is not "
                            "installable for this platform")
-    assert text.endswith("its first start compiles the built-in catalog (about a minute, "
+    assert text.endswith("its first start compiles the built-in catalog (one to two minutes, "
                          "cached afterwards)")
     assert not list(tmp_path.iterdir())

@@ -9,7 +9,7 @@ and every RUN is run by `/bin/sh -c` as root in that root, in order: a broken st
 The build context is the sdist, unpacked (`python -m build --sdist`, isolated): that proves the
 sdist holds all the wheel build needs, and the build stage's `pip wheel .` — pip's isolated
 build, with nothing preinstalled — starts from a tree without a precompiled catalog, so the
-hook really compiles one (the one costly step here: about a minute on 2 cores; done once).
+hook really compiles one (the one costly step here: one to two minutes on 2 cores; done once).
 
 The final stage is then run as `docker run --read-only -e SGLANG_MATCHER_FROM_BEGINNING=true -v
 examples/logs:/var/log/sglang:ro` would: read-only root, uid 10001, the two volumes, a network of
