@@ -358,3 +358,42 @@ def test_an_undefined_kernel_name_lists_each_releases_pin_when_the_release_is_un
     # the log's own release: that release's exact pin, though the thinned index did not read it
     known = mismatch.remedy(line, "0.4.4")
     assert known is not None and known.installs == ("sgl-kernel==0.0.5",)
+
+
+def test_an_exclusive_bound_is_not_a_version_to_read() -> None:
+    # sglang 0.5.8 pins apache-tvm-ffi `<0.2,>=0.1.5`: no release runs 0.2 (and PyPI has none)
+    release_pins = {"0.5.8": {"apache-tvm-ffi": "<0.2,>=0.1.5"},
+                    "0.5.12": {"apache-tvm-ffi": "==0.1.9"}}
+    assert deps._admitted(release_pins, ["apache-tvm-ffi"]) == ["0.1.5", "0.1.9"]
+
+
+def test_an_unpinned_dependency_takes_the_floors_its_pinned_user_requires(tmp_path: Path) -> None:
+    import zipfile
+
+    # transformers 4.57.0's and 5.19.0's own Requires-Dist lines for huggingface-hub
+    for version, spec in (("4.57.0", "huggingface-hub<1.0,>=0.34.0"),
+                          ("5.19.0", "huggingface-hub<3.0,>=1.31.0")):
+        with zipfile.ZipFile(tmp_path / f"transformers-{version}-py3-none-any.whl", "w") as z:
+            z.writestr(f"transformers-{version}.dist-info/METADATA",
+                       f"Metadata-Version: 2.1\nName: transformers\nVersion: {version}\n"
+                       f"Requires-Dist: {spec}\n")
+    release_pins = {"0.5.3": {"transformers": "==4.57.0", "huggingface-hub": ""},
+                    "0.5.22": {"transformers": "==5.19.0", "huggingface-hub": ""}}
+    assert deps._pinned_through("huggingface-hub", "transformers", release_pins,
+                                tmp_path) == ["0.34.0", "1.31.0"]
+
+
+def test_a_huggingface_hub_record_matches_the_real_repo_id_line() -> None:
+    # huggingface_hub's own traceback in a train excerpt (sglang issue 302)
+    text = (ROOT / "tests" / "fixtures" / "field" / "model-runtime"
+            / "302-gptq-branch-repo-id.log").read_text()
+    line = next(t for t in text.splitlines() if t.startswith("huggingface_hub."))
+    message = line.split(": ", 1)[1]
+    records = [json.loads(text) for text in
+               (GENERATED / "deps.jsonl").read_text().splitlines() if text.strip()]
+    import regex
+
+    hits = [r for r in records if r["sourcePackage"] == "huggingface-hub"
+            and regex.search(r["messagePattern"], message)]
+    assert [(r["errorClass"], r["filePath"]) for r in hits] == [
+        ("HFValidationError", "huggingface_hub/utils/_validators.py")]
