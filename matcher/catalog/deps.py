@@ -6,7 +6,7 @@ package's Python files in scope — xgrammar, outlines, sgl-kernel's Python,
 compressed-tensors, tokenizers' Python layer, triton's Python, transformers' loading, config and
 tokenizer modules, torch's `torch/cuda`, `torch/distributed`, `torch/_dynamo`, `torch/nn/modules`,
 huggingface_hub's model fetching (sglang requires it with no version: the versions read are
-those that transformers' requirement names, `PINNED_THROUGH`) — with `extract.extract_module`
+those that transformers' requirement names, `PINNED_THROUGH`), tvm_ffi's JIT build — with `extract.extract_module`
 (the same site finding as sglang's own catalog), merges the versions by record id
 (`releases.merge_releases`) and writes one record per message template:
 
@@ -14,8 +14,10 @@ those that transformers' requirement names, `PINNED_THROUGH`) — with `extract.
   the site), `generator`; `documentation` names the sglang releases whose pins admit those
   versions;
 - no `sglangVersions` (the site is the package's, whatever sglang runs it), no `githubUrl`
-  into sglang, no `guard` (server arguments do not reach a dependency's checks), and no
-  `solutions`: a dependency's check says what its caller got wrong, not which flag fixes it;
+  into sglang, no `guard` (server arguments do not reach a dependency's checks); as
+  `solutions` only what the message itself tells the reader to do (`dep_fixes`: set or unset
+  a named environment variable, a `pip install`, a login): a dependency's check says what its
+  caller got wrong, not which flag fixes it;
 - left out: frame records (bare asserts), and messages whose template is one of Python's own
   generic ones (`list index out of range`, `'…' object has no attribute '…'`): such a record
   would claim, for any line of that shape, a site its traceback may well contradict.
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from matcher.catalog import extract
+from matcher.catalog import dep_fixes, extract
 from matcher.catalog import pins as pins_mod
 from matcher.catalog.depindex import DEFAULT_OUT as DEFAULT_INDEX
 from matcher.catalog.depindex import fetch, sglang_pins
@@ -100,6 +102,8 @@ SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
         "huggingface_hub/utils/_validators.py", "huggingface_hub/utils/_http.py",
         "huggingface_hub/utils/_errors.py", "huggingface_hub/utils/_auth.py",
         "huggingface_hub/utils/_headers.py", "huggingface_hub/utils/_xet.py"), 2),
+    # Its JIT build of C++/CUDA sources (sglang's jit_kernel) and the loading of what it built.
+    "apache-tvm-ffi": (_under("tvm_ffi/cpp/", "tvm_ffi/libinfo.py", "tvm_ffi/module.py"), 2),
 }
 # A dependency sglang requires with no version: the versions named by the requirement of the
 # package sglang reaches it through (transformers' `huggingface-hub>=0.34.0,<1.0`), for that
@@ -151,7 +155,8 @@ def extract_package(files: Iterable[tuple[str, bytes]], in_scope: Callable[[str]
     for path, data in files:
         if not path.endswith(".py") or not in_scope(path) or extract.excluded(path):
             continue
-        got = extract.extract_module(data.decode("utf-8", "replace"), path, version=version)
+        got = extract.extract_module(data.decode("utf-8", "replace"), path, version=version,
+                                     joined_lines=True)
         for r in got.records:
             if "raisedIn" in r or r.get("errorMessage") is None or generic(r["errorMessage"]) \
                     or r.get("severity") not in ("error", "critical"):
@@ -185,7 +190,7 @@ def attributed(record: Mapping[str, Any], distribution: str, read: Sequence[str]
             out["sourceVersions"] = compact_ranges(held, list(read))
             out["generator"] = GENERATOR
         out[key] = value
-    out["solutions"] = []
+    out["solutions"] = dep_fixes.stated_solutions(record.get("errorMessage"), distribution)
     return out
 
 
@@ -325,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for line in part.read_text(encoding="utf-8").splitlines():
                 if line.strip():
                     r = json.loads(line)
+                    # as `attributed` makes them, for parts written before the rule
+                    r["solutions"] = dep_fixes.stated_solutions(r.get("errorMessage"),
+                                                                r["sourcePackage"])
                     merged[r["id"]] = r
         from matcher.atomic import write_atomic
 
