@@ -358,3 +358,130 @@ def test_an_undefined_kernel_name_lists_each_releases_pin_when_the_release_is_un
     # the log's own release: that release's exact pin, though the thinned index did not read it
     known = mismatch.remedy(line, "0.4.4")
     assert known is not None and known.installs == ("sgl-kernel==0.0.5",)
+
+
+def test_an_exclusive_bound_is_not_a_version_to_read() -> None:
+    # sglang 0.5.8 pins apache-tvm-ffi `<0.2,>=0.1.5`: no release runs 0.2 (and PyPI has none)
+    release_pins = {"0.5.8": {"apache-tvm-ffi": "<0.2,>=0.1.5"},
+                    "0.5.12": {"apache-tvm-ffi": "==0.1.9"}}
+    assert deps._admitted(release_pins, ["apache-tvm-ffi"]) == ["0.1.5", "0.1.9"]
+
+
+def test_an_unpinned_dependency_takes_the_floors_its_pinned_user_requires(tmp_path: Path) -> None:
+    import zipfile
+
+    # transformers 4.57.0's and 5.19.0's own Requires-Dist lines for huggingface-hub
+    for version, spec in (("4.57.0", "huggingface-hub<1.0,>=0.34.0"),
+                          ("5.19.0", "huggingface-hub<3.0,>=1.31.0")):
+        with zipfile.ZipFile(tmp_path / f"transformers-{version}-py3-none-any.whl", "w") as z:
+            z.writestr(f"transformers-{version}.dist-info/METADATA",
+                       f"Metadata-Version: 2.1\nName: transformers\nVersion: {version}\n"
+                       f"Requires-Dist: {spec}\n")
+    release_pins = {"0.5.3": {"transformers": "==4.57.0", "huggingface-hub": ""},
+                    "0.5.22": {"transformers": "==5.19.0", "huggingface-hub": ""}}
+    assert deps._pinned_through("huggingface-hub", "transformers", release_pins,
+                                tmp_path) == ["0.34.0", "1.31.0"]
+
+
+def test_a_huggingface_hub_record_matches_the_real_repo_id_line() -> None:
+    # huggingface_hub's own traceback in a train excerpt (sglang issue 302)
+    text = (ROOT / "tests" / "fixtures" / "field" / "model-runtime"
+            / "302-gptq-branch-repo-id.log").read_text()
+    line = next(t for t in text.splitlines() if t.startswith("huggingface_hub."))
+    message = line.split(": ", 1)[1]
+    records = [json.loads(text) for text in
+               (GENERATED / "deps.jsonl").read_text().splitlines() if text.strip()]
+    import regex
+
+    hits = [r for r in records if r["sourcePackage"] == "huggingface-hub"
+            and regex.search(r["messagePattern"], message)]
+    assert [(r["errorClass"], r["filePath"]) for r in hits] == [
+        ("HFValidationError", "huggingface_hub/utils/_validators.py")]
+
+
+# tvm_ffi/cpp/extension.py (apache-tvm-ffi 0.1.11), as it raises a failed JIT build
+_TVM_FFI_BUILD = '''
+def build_ninja(build_dir):
+    status = subprocess.run(check=False, args=command, cwd=build_dir, capture_output=True)
+    if status.returncode != 0:
+        msg = [f"ninja exited with status {status.returncode}"]
+        encoding = "oem" if IS_WINDOWS else "utf-8"
+        if status.stdout:
+            msg.append(f"stdout:\\n{status.stdout.decode(encoding)}")
+        if status.stderr:
+            msg.append(f"stderr:\\n{status.stderr.decode(encoding)}")
+
+        raise RuntimeError("\\n".join(msg))
+'''
+
+
+def test_a_message_joined_from_a_list_of_lines_is_read_when_asked() -> None:
+    from matcher.catalog import extract
+
+    def templates(joined: bool) -> list[str]:
+        got = extract.extract_module(_TVM_FFI_BUILD, "tvm_ffi/cpp/extension.py",
+                                     version="0.1.11", joined_lines=joined)
+        return [r["errorMessage"] for r in got.records if r.get("errorMessage")]
+
+    assert templates(False) == []
+    assert templates(True) == ["ninja exited with status {status.returncode}"]
+
+
+def test_the_tvm_ffi_build_record_matches_the_real_line() -> None:
+    # sglang issue 26545 (train split): tvm_ffi's JIT build of a kernel failed to link
+    text = (ROOT / "tests" / "fixtures" / "field" / "sglang-a"
+            / "26545-tvm-ffi-jit-fused-rope-link-fail.log").read_text()
+    line = next(t for t in text.splitlines() if t.startswith("RuntimeError: ninja exited"))
+    records = [json.loads(t) for t in (GENERATED / "deps.jsonl").read_text().splitlines() if t]
+    import regex
+
+    hits = [r for r in records if r["errorClass"] == "RuntimeError"
+            and regex.search(r["messagePattern"], line.split(": ", 1)[1])]
+    assert [(r["sourcePackage"], r["filePath"]) for r in hits] == [
+        ("apache-tvm-ffi", "tvm_ffi/cpp/extension.py")]
+
+
+# real templates of deps.jsonl (apache-tvm-ffi, huggingface-hub), each with what it says to do
+_STATED = [
+    (("Cannot reach {request.url}: offline mode is enabled. To disable it, please unset the "
+     "`HF_HUB_OFFLINE` environment variable."),
+     "Unset the environment variable HF_HUB_OFFLINE (as p's message says)."),
+    ("Could not find CUDA installation. Please set CUDA_HOME environment variable.",
+     "Set the environment variable CUDA_HOME (as p's message says)."),
+    ("CUDA bindings not available. Install with: pip install cuda-python",
+     "Run `pip install cuda-python` (as p's message says)."),
+    (("To use optimized download using Xet storage, you need to install the hf_xet package. "
+     "Try `pip install \"huggingface_hub[hf_xet]\"` or `pip install hf_xet`."),
+     ("Run `pip install \"huggingface_hub[hf_xet]\"` or `pip install hf_xet` (as p's message "
+     "says).")),
+]
+
+
+@pytest.mark.parametrize(("message", "solution"), _STATED)
+def test_a_dependency_message_that_says_what_to_do_gets_that_fix(message: str,
+                                                                  solution: str) -> None:
+    from matcher.catalog.dep_fixes import stated_solutions
+
+    assert stated_solutions(message, "p") == [solution]
+
+
+# real templates of deps.jsonl (torch, tokenizers, transformers) that name a setting, a
+# package or a command without telling the reader to do only that
+_UNSTATED = [
+    ("torch._nccl_ep is unavailable; this PyTorch was not built with USE_NCCL_EP (or, for a "
+    "USE_SYSTEM_NCCL=ON build, the nccl4py wheel is missing)."),
+    ("You don't seem to have the required protobuf file, in order to use this function you need "
+    "to run `pip install protobuf` and `wget https://raw.githubusercontent.com/google/"
+    "sentencepiece/master/python/src/sentencepiece/sentencepiece_model_pb2.py` for us to be "
+    "able to read the intrinsics of your spm_file. `pip install sentencepiece` is not required."),
+    ("Kernels are not available. Please install a compatible version ({KERNELS_MIN_VERSION} <= "
+    "version < {KERNELS_MAX_VERSION}), e.g. `pip install kernels=={KERNELS_MIN_VERSION}`"),
+    "The package `optimum` is required to use Better Transformer.",
+]
+
+
+@pytest.mark.parametrize("message", _UNSTATED)
+def test_a_message_that_only_mentions_a_setting_gets_no_fix(message: str) -> None:
+    from matcher.catalog.dep_fixes import stated_solutions
+
+    assert stated_solutions(message, "p") == []

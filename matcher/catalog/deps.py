@@ -4,16 +4,20 @@
 (`choose`: the newest version some sglang release pins, plus a few older pinned ones), the
 package's Python files in scope — xgrammar, outlines, sgl-kernel's Python,
 compressed-tensors, tokenizers' Python layer, triton's Python, transformers' loading, config and
-tokenizer modules, torch's `torch/cuda`, `torch/distributed`, `torch/_dynamo`, `torch/nn/modules`
-— with `extract.extract_module` (the same site finding as sglang's own catalog), merges the
-versions by record id (`releases.merge_releases`) and writes one record per message template:
+tokenizer modules, torch's `torch/cuda`, `torch/distributed`, `torch/_dynamo`, `torch/nn/modules`,
+huggingface_hub's model fetching (sglang requires it with no version: the versions read are
+those that transformers' requirement names, `PINNED_THROUGH`), tvm_ffi's JIT build — with `extract.extract_module`
+(the same site finding as sglang's own catalog), merges the versions by record id
+(`releases.merge_releases`) and writes one record per message template:
 
 - `sourcePackage` (the distribution), `sourceVersions` (ranges of the versions read that hold
   the site), `generator`; `documentation` names the sglang releases whose pins admit those
   versions;
 - no `sglangVersions` (the site is the package's, whatever sglang runs it), no `githubUrl`
-  into sglang, no `guard` (server arguments do not reach a dependency's checks), and no
-  `solutions`: a dependency's check says what its caller got wrong, not which flag fixes it;
+  into sglang, no `guard` (server arguments do not reach a dependency's checks); as
+  `solutions` only what the message itself tells the reader to do (`dep_fixes`: set or unset
+  a named environment variable, a `pip install`, a login): a dependency's check says what its
+  caller got wrong, not which flag fixes it;
 - left out: frame records (bare asserts), and messages whose template is one of Python's own
   generic ones (`list index out of range`, `'…' object has no attribute '…'`): such a record
   would claim, for any line of that shape, a site its traceback may well contradict.
@@ -28,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from matcher.catalog import extract
+from matcher.catalog import dep_fixes, extract
 from matcher.catalog import pins as pins_mod
 from matcher.catalog.depindex import DEFAULT_OUT as DEFAULT_INDEX
 from matcher.catalog.depindex import fetch, sglang_pins
@@ -89,7 +93,22 @@ SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
     "torch": (_either(_under("torch/cuda/", "torch/nn/modules/"),
                       _top_files("torch/_dynamo/", "torch/distributed/"),
                       _under("torch/distributed/_symmetric_memory/")), 2),
+    # Fetching a model: the repo id check, the download and snapshot, the HTTP errors they
+    # raise (missing repo, gated repo, no token, offline) — not the upload, Space, inference
+    # or CLI APIs, which a server loading a model does not call.
+    "huggingface-hub": (_under(
+        "huggingface_hub/file_download.py", "huggingface_hub/_snapshot_download.py",
+        "huggingface_hub/errors.py", "huggingface_hub/constants.py",
+        "huggingface_hub/utils/_validators.py", "huggingface_hub/utils/_http.py",
+        "huggingface_hub/utils/_errors.py", "huggingface_hub/utils/_auth.py",
+        "huggingface_hub/utils/_headers.py", "huggingface_hub/utils/_xet.py"), 2),
+    # Its JIT build of C++/CUDA sources (sglang's jit_kernel) and the loading of what it built.
+    "apache-tvm-ffi": (_under("tvm_ffi/cpp/", "tvm_ffi/libinfo.py", "tvm_ffi/module.py"), 2),
 }
+# A dependency sglang requires with no version: the versions named by the requirement of the
+# package sglang reaches it through (transformers' `huggingface-hub>=0.34.0,<1.0`), for that
+# package's versions read here.
+PINNED_THROUGH: Mapping[str, str] = {"huggingface-hub": "transformers"}
 
 # Python's own messages: a dependency raising one of these says nothing its traceback does not
 # (and the same text comes from anywhere); such templates make no message record.
@@ -136,7 +155,8 @@ def extract_package(files: Iterable[tuple[str, bytes]], in_scope: Callable[[str]
     for path, data in files:
         if not path.endswith(".py") or not in_scope(path) or extract.excluded(path):
             continue
-        got = extract.extract_module(data.decode("utf-8", "replace"), path, version=version)
+        got = extract.extract_module(data.decode("utf-8", "replace"), path, version=version,
+                                     joined_lines=True)
         for r in got.records:
             if "raisedIn" in r or r.get("errorMessage") is None or generic(r["errorMessage"]) \
                     or r.get("severity") not in ("error", "critical"):
@@ -170,7 +190,7 @@ def attributed(record: Mapping[str, Any], distribution: str, read: Sequence[str]
             out["sourceVersions"] = compact_ranges(held, list(read))
             out["generator"] = GENERATOR
         out[key] = value
-    out["solutions"] = []
+    out["solutions"] = dep_fixes.stated_solutions(record.get("errorMessage"), distribution)
     return out
 
 
@@ -188,11 +208,12 @@ def build(release_pins: Mapping[str, Mapping[str, str]], dep_dir: Path,
         if only and dist not in only:
             continue
         names = [dist, *(["sgl-kernel"] if dist == "sglang-kernel" else [])]
-        pinned: list[str] = []
-        for name in names:
-            pinned += pins_mod.pinned_versions(release_pins.values(), name)
         if dist == "triton":
             pinned = _triton_versions(index_dir)
+        elif dist in PINNED_THROUGH:
+            pinned = _pinned_through(dist, PINNED_THROUGH[dist], release_pins, dep_dir)
+        else:
+            pinned = _admitted(release_pins, names)
         per_version: dict[str, list[dict[str, Any]]] = {}
         for v in choose(pinned, older):
             got = None
@@ -221,6 +242,43 @@ def build(release_pins: Mapping[str, Mapping[str, str]], dep_dir: Path,
             records.append(attributed(r, dist, read, pinned_by))
     records.sort(key=lambda r: r["id"])
     return records
+
+
+def _admitted(release_pins: Mapping[str, Mapping[str, str]], names: Sequence[str]
+              ) -> list[str]:
+    """The versions some release's specifier names and some release's specifier admits: an
+    exclusive bound no release runs (`<0.2`) may name a version that does not exist."""
+    pinned: list[str] = []
+    for name in names:
+        specs = [p[name] for p in release_pins.values() if p.get(name)]
+        pinned += [v for v in pins_mod.pinned_versions(release_pins.values(), name)
+                   if any(pins_mod.admits(spec, v) for spec in specs)]
+    return pinned
+
+
+def _pinned_through(dist: str, through: str, release_pins: Mapping[str, Mapping[str, str]],
+                    dep_dir: Path) -> list[str]:
+    """`dist`'s versions that the requirements of `through` (the versions of it read here, their
+    wheels' `Requires-Dist`) name as the least they run with (`>=`, `==`, `~=`): a range's floor
+    is a release that exists, its exclusive top (`<2.0`) may not be."""
+    import zipfile
+
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    named: set[str] = set()
+    for v in choose(_admitted(release_pins, [through]), SCOPES[through][1]):
+        got = fetch(through, v, dep_dir)
+        if got is None or got.suffix != ".whl":
+            continue
+        with zipfile.ZipFile(got) as z:
+            meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+            spec = pins_mod.server_pins(z.read(meta).decode("utf-8", "replace")).get(dist, "")
+        try:
+            named.update(s.version for s in SpecifierSet(spec)
+                         if s.operator in (">=", "==", "===", "~=") and "*" not in s.version)
+        except InvalidSpecifier:
+            continue
+    return sort_versions(named)
 
 
 def _triton_versions(index_dir: Path) -> list[str]:
@@ -272,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for line in part.read_text(encoding="utf-8").splitlines():
                 if line.strip():
                     r = json.loads(line)
+                    # as `attributed` makes them, for parts written before the rule
+                    r["solutions"] = dep_fixes.stated_solutions(r.get("errorMessage"),
+                                                                r["sourcePackage"])
                     merged[r["id"]] = r
         from matcher.atomic import write_atomic
 

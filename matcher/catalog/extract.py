@@ -209,17 +209,20 @@ EXTRACTOR_MODULES = ("matcher.catalog.extract", "matcher.catalog.extract_templat
 
 
 def extract_module(text: str, path: str, *, version: str,
-                   helpers: HelperIndex | None = None) -> Extraction:
+                   helpers: HelperIndex | None = None, joined_lines: bool = False) -> Extraction:
     """Records for one module's source; `path` is inside the package: `sglang/srt/x.py`.
     `helpers` (`index_helpers` of the whole release): each call of a function that raises or
-    logs its argument is a site too, with the message passed."""
+    logs its argument is a site too, with the message passed. `joined_lines`: a message raised
+    as `"\n".join(lines)` of a list of templates is read too (off for the catalogs made
+    without it: sglang's, flashinfer's, the router's)."""
     text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark (qwen2_classification.py)
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError):
         return Extraction((), Stats(files=1, files_skipped={"syntax error": 1}))
     module = module_name(path)
-    walker = SiteWalker(tree, Callees(helpers, module) if helpers is not None else None)
+    walker = SiteWalker(tree, Callees(helpers, module) if helpers is not None else None,
+                        joined_lines=joined_lines)
     walker.visit(tree)
     made = ModuleRecords(path, module, version, physical_lines(text))
     for site in sorted(walker.sites, key=lambda s: s.line):

@@ -328,8 +328,9 @@ class SiteWalker(ast.NodeVisitor):
     """Collect sites with the function, condition and message template of each."""
 
     def __init__(self, module: ast.Module, callees: Callees | None = None, *,
-                 collect: bool = False) -> None:
+                 collect: bool = False, joined_lines: bool = False) -> None:
         self.sites: list[Site] = []
+        self._joined_lines = joined_lines  # read `raise X("\n".join(msg))` (`_lines_joined`)
         self._functions: list[str] = []
         self._classes: list[str | None] = []  # per `_functions` entry: its name if a class
         self._conditions: list[str] = []
@@ -449,6 +450,26 @@ class SiteWalker(ast.NodeVisitor):
     def _resolve(self, node: ast.Name) -> list[Part] | None:
         return self._scopes[-1].value_of(node.id, self._stmt)
 
+    def _lines_joined(self, node: ast.expr) -> list[Part] | None:
+        """`"\n".join(msg)`, `msg = [f"ninja exited with status {code}", …]` bound once before
+        it: the lines written in the list. Lines appended to it later (tvm_ffi's build error: the
+        build's stdout and stderr) follow them; a message pattern matches from the start of the
+        message on, not to its end, so they need no hole."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "join" and isinstance(node.func.value, ast.Constant)
+                and node.func.value.value == "\n" and len(node.args) == 1
+                and isinstance(node.args[0], ast.Name)):
+            return None
+        name = node.args[0].id
+        value = self._scopes[-1].expr_of(name, self._stmt)
+        if not isinstance(value, ast.List | ast.Tuple) or not value.elts:
+            return None
+        parts: list[Part] = []
+        for i, element in enumerate(value.elts):
+            got = message_parts(element, self._resolve)
+            parts += [*(["\n"] if i else []), *(got if got is not None else [hole_of(element)])]
+        return parts
+
     def _site(self, kind: str, line: int, cls: str | None, severity: str,
               parts: list[Part] | None, *, condition: str | None = None,
               skip: str | None = None, frame: bool = False, guard: str | None = None,
@@ -490,6 +511,8 @@ class SiteWalker(ast.NodeVisitor):
                 self._site("raise", node.lineno, cls, "error", None, frame=True)
             return
         parts = message_parts(exc.args[0], self._resolve)
+        if parts is None and self._joined_lines:
+            parts = self._lines_joined(exc.args[0])
         several = len(exc.args) > 1 or isinstance(exc.args[0], ast.Starred)
         self._site("raise", node.lineno, cls, "error", parts,
                    skip=SEVERAL_ARGS if several and parts is not None else None)
