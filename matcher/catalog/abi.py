@@ -66,6 +66,10 @@ _CHECKS: tuple[tuple[str, re.Pattern[str]], ...] = (
                            r"\d[\w.+]*?)\.?(?:\s|$)")),
     ("absent", re.compile(r"(?P<dist>[A-Za-z][\w.-]*) with minimum required version (?P<required>"
                           r"\d[\w.+]*) is not installed")),
+    # transformers' `require_version` when no version is installed (other projects call it for
+    # their own dependencies: LlamaFactory's `require_version("sglang>=0.4.5", …)`)
+    ("wanted", re.compile(r"The '(?P<requirement>(?P<dist>[A-Za-z][\w.-]*)(?:\[[\w,.-]*\])?"
+                          r"(?:[<>=!~][^'\s]*)?)' distribution was not found and is required")),
 )
 _TORCHVISION = re.compile(r"operator torchvision::\w+ does not exist|Detected that PyTorch and "
                           r"torchvision were compiled with different CUDA (?:major )?versions")
@@ -82,6 +86,8 @@ def version_check(message: str) -> Check | None:
             return Check(m["dist"], m["requirement"], m["found"])
         if kind == "minimum":
             return Check(m["dist"], f"{m['dist']}>={m['required']}", m["found"])
+        if kind == "wanted":
+            return Check(m["dist"], m["requirement"], "")
         return Check(m["dist"], f"{m['dist']}>={m['required']}", "")
     return None
 
@@ -373,7 +379,7 @@ def companion_answer(package: str, sglang_version: str | None) -> Answer:
 def check_answer(check: Check, sglang_version: str | None) -> Answer:
     from matcher.catalog.answer import Answer
 
-    found = f" (found {check.found})" if check.found else ""
+    found = f" (found {check.found})" if check.found else " (none installed)"
     doc = f"A package checked the version of {check.distribution}: it requires " \
           f"{check.requirement}{found}."
     requirement = check.requirement
@@ -418,6 +424,10 @@ CHECK_EXAMPLES: dict[tuple[str, str], list[str]] = {
         "2.7.0+cu126 is found. Please switch to the matching version and run again.")],
     # transformers 5.25.0 imported with tokenizers 0.21.1, run here:
     # tests/fixtures/libs/transformers-5.25.0-tokenizers-0.21.1.log
+    # https://github.com/hiyouga/LlamaFactory/issues/8544 (train)
+    ("transformers", "PackageNotFoundError"): [
+        ("importlib.metadata.PackageNotFoundError: No package metadata was found for The "
+        "'sglang>=0.4.5' distribution was not found and is required by this application. ")],
     ("transformers", "ImportError"): [
         ("ImportError: tokenizers>=0.23.1,<0.24.0 is required for a normal functioning of this "
         "module, but found tokenizers==0.21.1.")],
