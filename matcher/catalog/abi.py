@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from matcher.catalog.answer import requires
 from matcher.catalog.symbols import DISTRIBUTION_OF_MODULE
 
 if TYPE_CHECKING:
@@ -117,13 +118,6 @@ def distribution_of(library: str) -> str | None:
     if top in DISTRIBUTION_OF_MODULE:
         return DISTRIBUTION_OF_MODULE[top][0]
     return top.replace("_", "-")
-
-
-def requires(package: str, containing: str = "") -> str:
-    """The command that prints what `package` requires (pip show gives the names only)."""
-    pick = f" if '{containing}' in r" if containing else ""
-    return (f"python -c \"import importlib.metadata as m; print([r for r in m.requires('{package}')"
-            f"{pick}])\"")
 
 
 def symbol_kind(symbol: str) -> str:

@@ -270,7 +270,7 @@ def _older_than_read(index: Index, form: Form, sglang_version: str | None,
     away (the index reads a few recent releases; older ones are common in the field). Not for
     compiled modules (a CPU build lacks CUDA functions every release declares) nor for a module
     some release read lacks."""
-    from matcher.catalog.abi import requires
+    from matcher.catalog.answer import requires
     from matcher.catalog.unindexed import innermost
 
     assert form.module is not None and form.name is not None
