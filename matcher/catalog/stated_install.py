@@ -58,6 +58,9 @@ def command_requirements(message: str) -> tuple[str, ...] | None:
     return tuple(out) or None
 
 
+# "Cannot install X==v because …", "failed to install X>=v": what did not work, not what to do
+_REFUSED = re.compile(r"(?i)\b(?:cannot|can't|could not|couldn't|unable to|failed to|fail to|"
+                      r"not)\s+$")
 _HINT = ("install", "Install", "INSTALL", "requir", "Requir", "need", "Need", "upgrade", "Upgrade")
 _BASE = re.compile(r"^[A-Za-z0-9._-]+")
 _BARE = re.compile(rf"^{_NAME}$")
@@ -74,7 +77,8 @@ def requirements(message: str) -> tuple[str, ...] | None:
     versioned requirement its words name."""
     if not any(h in message for h in _HINT):
         return None
-    versioned = {_base(m["req"]): m["req"] for m in _PROSE.finditer(message)}
+    versioned = {_base(m["req"]): m["req"] for m in _PROSE.finditer(message)
+                 if not _REFUSED.search(message, 0, m.start())}
     got = command_requirements(message)
     if got:
         return tuple(versioned.get(_base(r), r) if _BARE.match(r) else r for r in got)
