@@ -56,6 +56,8 @@ def test_the_install_a_message_names_is_read(line: str, wanted: tuple[str, ...])
      "install <flash_attn-*.whl>`) or use 'auto' / 'sdpa'."),
     # sglang 0.4.5.post2..0.5.5.post3 (srt/layers/quantization/fp8.py): a bare name in words
     "marlin FP8 requires some operators from vllm. Please install vllm.",
+    # sglang 0.4.4.post2..0.4.6.post1 (srt/model_executor/model_runner.py): a GPU, not a package
+    "FlashAttention v3 Backend requires SM>=90. Please use `--attention-backend flashinfer`.",
     # pip, the install that failed (https://github.com/bytedance-iaas/sglang/pull/221, train)
     ("ERROR: Cannot install sglang and sglang[srt]==0.4.9.post3 because these package versions "
      "have conflicting dependencies."),

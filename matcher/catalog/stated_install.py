@@ -10,8 +10,8 @@ Packages and sglang say what to install when something is missing or too old, in
 A `pip install` command gives its requirements when it holds nothing but requirements and
 plain options (no editable install, requirements file, index, wheel path or placeholder, which
 only the operator can fill in); else the words "<verb> X<op>V" (install, upgrade, require,
-need) give `X<op>V` — a bare name in prose is not taken (`Please install mooncake` names a
-project, not its distribution). Read per event, so a message whose template has a hole for the
+need) give `X<op>V` when X reads as a distribution's name — a bare name in prose is not taken
+(`Please install mooncake` names a project, not its distribution), nor `SM>=90` or `NCCL>=2.11`. Read per event, so a message whose template has a hole for the
 version (`pip install vllm=={version}`) gets the version its line shows. Pure.
 """
 
@@ -22,7 +22,7 @@ import re
 from matcher.catalog.answer import Answer
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[\w,.-]+\])?"
-_SPEC = r"(?:===|==|>=|<=|~=|!=|<|>)[\w.*+!-]+"
+_SPEC = r"(?:===|==|>=|<=|~=|!=|<|>)\d[\w.*+!-]*"
 _REQUIREMENT = re.compile(rf"^{_NAME}(?:{_SPEC}(?:,{_SPEC})*)?$")
 _VERSIONED = rf"{_NAME}{_SPEC}(?:,{_SPEC})*"
 
@@ -61,6 +61,10 @@ def command_requirements(message: str) -> tuple[str, ...] | None:
 # "Cannot install X==v because …", "failed to install X>=v": what did not work, not what to do
 _REFUSED = re.compile(r"(?i)\b(?:cannot|can't|could not|couldn't|unable to|failed to|fail to|"
                       r"not)\s+$")
+# a distribution's name in words: lower case letters first, no `_` — not a GPU's `SM>=90`, a
+# library's `NCCL>=2.11.1` or a variable's `page_size>1`, and not a toolchain pip does not install
+_DISTRIBUTION = re.compile(r"^(?!(?:python|cuda|gcc|nvcc|glibc|rocm|driver)\b)[a-z][a-z0-9.-]*"
+                           r"(?:\[[\w,.-]+\])?(?:[<>=!~]|$)")
 _HINT = ("install", "Install", "INSTALL", "requir", "Requir", "need", "Need", "upgrade", "Upgrade")
 _BASE = re.compile(r"^[A-Za-z0-9._-]+")
 _BARE = re.compile(rf"^{_NAME}$")
@@ -78,7 +82,7 @@ def requirements(message: str) -> tuple[str, ...] | None:
     if not any(h in message for h in _HINT):
         return None
     versioned = {_base(m["req"]): m["req"] for m in _PROSE.finditer(message)
-                 if not _REFUSED.search(message, 0, m.start())}
+                 if _DISTRIBUTION.match(m["req"]) and not _REFUSED.search(message, 0, m.start())}
     got = command_requirements(message)
     if got:
         return tuple(versioned.get(_base(r), r) if _BARE.match(r) else r for r in got)
