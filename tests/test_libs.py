@@ -266,6 +266,24 @@ def require_version(requirement: str, hint: Optional[str] = None) -> None:
         "{hint}"))]
 
 
+def test_a_model_type_older_transformers_lacks_is_told_at_its_frame(engine: Engine) -> None:
+    # transformers 4.36.2 run here: AutoConfig of a config.json whose model_type it predates
+    text = (RUN_HERE / "transformers-4.36.2-unknown-model-type.log").read_text()
+    slug, remediation = the_event(engine, text)
+    assert slug == "transformers-config-mapping-unknown-model-type"
+    assert "older than 4.37" in remediation["solutions"][0]
+    assert not [e for e in scan(engine, "KeyError: 'qwen3_moe'\n") if e["pattern_id"]]
+
+
+def test_older_torchs_formatted_cuda_mismatch_says_match_the_toolkit(engine: Engine) -> None:
+    # https://github.com/Adamdad/rational_kat_cu/issues/4 (train): torch's message, as pasted
+    text = ("RuntimeError:\nThe detected CUDA version (12.1) mismatches the version that was used "
+            "to compile\nPyTorch (11.8). Please make sure to use the same CUDA versions.\n")
+    slug, remediation = the_event(engine, text)
+    assert slug == "torch-cpp-extension-cuda-major-mismatch-formatted"
+    assert "CUDA_HOME" in remediation["solutions"][0]
+
+
 # -- ROCm's management libraries ------------------------------------------------------------------
 
 def test_rocm_statuses_are_read_from_amds_bindings() -> None:
