@@ -323,6 +323,23 @@ def test_a_name_no_torchao_defines_gets_no_pin() -> None:
     assert answer.documentation.startswith("No release of torchao read (0.1..0.18.0) defines")
 
 
+def test_an_installed_module_lacking_a_name_every_release_read_has_is_older_than_them() -> None:
+    # https://github.com/MeetKai/functionary/issues/312 (train): transformers 4.48.3..5.25.0
+    # all define it, so the installed one predates them
+    line = ("ImportError: cannot import name 'PILImageResampling' from 'transformers.image_utils' "
+            "(/home/user/functionary-venv/lib/python3.12/site-packages/transformers/image_utils.py)")
+    answer = mismatch.remedy(line, None)
+    assert answer is not None and answer.installs == ()
+    assert "installed transformers is older than 4.48.3" in answer.documentation
+    assert answer.solutions[0].startswith("Install the transformers that your sglang pins")
+    pinned = mismatch.remedy(line, "0.5.6")
+    assert pinned is not None and pinned.installs == ("transformers==4.57.1",)
+    # a compiled module (a CPU build lacks CUDA functions every release declares): nothing
+    assert mismatch.remedy("ImportError: cannot import name 'PILImageResampling' from "
+                           "'transformers.image_utils' (/x/site-packages/transformers/"
+                           "image_utils.cpython-312-x86_64-linux-gnu.so)", None) is None
+
+
 def test_the_importing_sglang_frame_tells_the_release_of_a_vllm_import() -> None:
     # https://github.com/sgl-project/sglang/issues/391 (train): the traceback's frames as pasted
     # (a source checkout, `…/sglang/python/sglang/…`); the paste's last line is cut inside the

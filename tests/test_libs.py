@@ -240,6 +240,50 @@ def test_transformers_requiring_another_tokenizers_installs_the_requirement(engi
     assert remediation["fix_actions"][0] == [{"op": "install", "value": "tokenizers>=0.23.1,<0.24.0"}]
 
 
+def test_a_required_distribution_not_installed_installs_the_requirement(engine: Engine) -> None:
+    # https://github.com/hiyouga/LlamaFactory/issues/8544 (train): transformers' require_version
+    # called by the project for sglang
+    text = (FIELD / "sglang-j/llamafactory-8544-sglang-require-version-missing.log").read_text()
+    known = [e for e in scan(engine, text) if e["pattern_id"]]
+    [event] = [e for e in known if "distribution was not found" in e["message"]]
+    assert slugs(engine)[event["pattern_id"]].startswith("version-check-transformers")
+    assert event["remediation"]["fix_actions"][0] == [{"op": "install", "value": "sglang>=0.4.5"}]
+
+
+def test_a_check_raised_as_a_dotted_class_is_read() -> None:
+    # transformers/utils/versions.py, as transformers 4.46.3 ships it (in part)
+    source = '''
+def require_version(requirement: str, hint: Optional[str] = None) -> None:
+    try:
+        got_ver = importlib.metadata.version(pkg)
+    except importlib.metadata.PackageNotFoundError:
+        raise importlib.metadata.PackageNotFoundError(
+            f"The '{requirement}' distribution was not found and is required by this application. {hint}"
+        )
+'''
+    assert list(templates(source)) == [("PackageNotFoundError", (
+        "The '{requirement}' distribution was not found and is required by this application. "
+        "{hint}"))]
+
+
+def test_a_model_type_older_transformers_lacks_is_told_at_its_frame(engine: Engine) -> None:
+    # transformers 4.36.2 run here: AutoConfig of a config.json whose model_type it predates
+    text = (RUN_HERE / "transformers-4.36.2-unknown-model-type.log").read_text()
+    slug, remediation = the_event(engine, text)
+    assert slug == "transformers-config-mapping-unknown-model-type"
+    assert "older than 4.37" in remediation["solutions"][0]
+    assert not [e for e in scan(engine, "KeyError: 'qwen3_moe'\n") if e["pattern_id"]]
+
+
+def test_older_torchs_formatted_cuda_mismatch_says_match_the_toolkit(engine: Engine) -> None:
+    # https://github.com/Adamdad/rational_kat_cu/issues/4 (train): torch's message, as pasted
+    text = ("RuntimeError:\nThe detected CUDA version (12.1) mismatches the version that was used "
+            "to compile\nPyTorch (11.8). Please make sure to use the same CUDA versions.\n")
+    slug, remediation = the_event(engine, text)
+    assert slug == "torch-cpp-extension-cuda-major-mismatch-formatted"
+    assert "CUDA_HOME" in remediation["solutions"][0]
+
+
 # -- ROCm's management libraries ------------------------------------------------------------------
 
 def test_rocm_statuses_are_read_from_amds_bindings() -> None:

@@ -323,3 +323,48 @@ def test_area_rules_leave_other_disaggregation_records_alone(catalog):
     tagged = [r for r in catalog.records if area_remedies.AREA_TAG in r.tags]
     assert len(tagged) >= 25
     assert all("/srt/disaggregation/" in (r.file_path or "") for r in tagged)
+
+
+# --- quantization's records (`matcher.catalog.quant_remedies`) -----------------------------------
+
+def test_a_weight_that_does_not_split_into_blocks_says_lower_the_tp_size(engine, catalog):
+    """sglang#10641: the error as its title pastes it (TP30 of a DP/TP launch)."""
+    line = ("ValueError: The output_size of gate's and up's weight = 64 is not divisible by weight "
+            "quantization block_n = 128.\n")
+    [event] = [e for e in scan_text(engine, catalog, line) if e["pattern_id"]]
+    said = " ".join(fixes(event))
+    assert "smaller `--tp-size`" in said
+
+
+def test_quant_rules_name_the_gpu_capability_and_leave_other_checks_alone(catalog):
+    from matcher.catalog import quant_remedies as Q
+
+    def rule(path: str, message: str) -> str | None:
+        got = area_rule(Q.RULES, path, message)
+        return got.name if got else None
+
+    # sglang's messages as its source writes them (0.5.23)
+    assert rule("python/sglang/srt/model_loader/loader.py",
+                "The quantization method {model_config.quantization} is not supported for the "
+                "current GPU. Minimum capability: {quant_config.get_min_capability()}. Current "
+                "capability: {capability}.") == "gpu-capability"
+    assert rule("python/sglang/srt/layers/quantization/fp8.py",
+                "Found static activation scheme for checkpoint that was not serialized fp8.") \
+        is None
+    tagged = [r for r in catalog.records if Q.QUANT_TAG in r.tags]
+    assert len(tagged) >= 30
+
+
+def area_rule(rules: Any, path: str, message: str) -> Any:
+    from matcher.catalog import area_remedies
+
+    return area_remedies.rule_for({"filePath": path, "errorMessage": message}, rules)
+
+
+def test_a_message_that_names_its_install_gets_it(engine, catalog):
+    """sglang 0.4.6.post2's message (srt/layers/quantization/__init__.py) for awq, as it prints
+    it."""
+    line = ("ValueError: awq quantization requires some operators from vllm. Please install vllm "
+            "by `pip install vllm==0.8.4`\n")
+    [event] = [e for e in scan_text(engine, catalog, line) if e["pattern_id"]]
+    assert event["remediation"]["fix_actions"][0] == [{"op": "install", "value": "vllm==0.8.4"}]

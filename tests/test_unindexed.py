@@ -133,9 +133,11 @@ def test_a_pinned_package_lists_each_releases_pin_when_the_release_is_unknown() 
 
 def test_an_indexed_package_keeps_the_index_policy() -> None:
     # functionary #312 (train): transformers has an index, which finds the name in every release
-    # it read — not a version a pin fixes, so no rule speaks either
+    # it read — the installed one predates them; the index says so, no pin rule speaks
     _, line = _excerpt("functionary-312-transformers-pilimageresampling.log")
-    assert mismatch.remedy(line, None) is None
+    answer = mismatch.remedy(line, None)
+    assert answer is not None and answer.installs == ()
+    assert answer.documentation.startswith("Every release of transformers read")
 
 
 def test_the_pin_table_renders_what_it_parses() -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from matcher.catalog.answer import requires
 from matcher.catalog.symbols import DISTRIBUTION_OF_MODULE
 
 if TYPE_CHECKING:
@@ -66,6 +67,10 @@ _CHECKS: tuple[tuple[str, re.Pattern[str]], ...] = (
                            r"\d[\w.+]*?)\.?(?:\s|$)")),
     ("absent", re.compile(r"(?P<dist>[A-Za-z][\w.-]*) with minimum required version (?P<required>"
                           r"\d[\w.+]*) is not installed")),
+    # transformers' `require_version` when no version is installed (other projects call it for
+    # their own dependencies: LlamaFactory's `require_version("sglang>=0.4.5", …)`)
+    ("wanted", re.compile(r"The '(?P<requirement>(?P<dist>[A-Za-z][\w.-]*)(?:\[[\w,.-]*\])?"
+                          r"(?:[<>=!~][^'\s]*)?)' distribution was not found and is required")),
 )
 _TORCHVISION = re.compile(r"operator torchvision::\w+ does not exist|Detected that PyTorch and "
                           r"torchvision were compiled with different CUDA (?:major )?versions")
@@ -82,6 +87,8 @@ def version_check(message: str) -> Check | None:
             return Check(m["dist"], m["requirement"], m["found"])
         if kind == "minimum":
             return Check(m["dist"], f"{m['dist']}>={m['required']}", m["found"])
+        if kind == "wanted":
+            return Check(m["dist"], m["requirement"], "")
         return Check(m["dist"], f"{m['dist']}>={m['required']}", "")
     return None
 
@@ -111,13 +118,6 @@ def distribution_of(library: str) -> str | None:
     if top in DISTRIBUTION_OF_MODULE:
         return DISTRIBUTION_OF_MODULE[top][0]
     return top.replace("_", "-")
-
-
-def requires(package: str, containing: str = "") -> str:
-    """The command that prints what `package` requires (pip show gives the names only)."""
-    pick = f" if '{containing}' in r" if containing else ""
-    return (f"python -c \"import importlib.metadata as m; print([r for r in m.requires('{package}')"
-            f"{pick}])\"")
 
 
 def symbol_kind(symbol: str) -> str:
@@ -373,7 +373,7 @@ def companion_answer(package: str, sglang_version: str | None) -> Answer:
 def check_answer(check: Check, sglang_version: str | None) -> Answer:
     from matcher.catalog.answer import Answer
 
-    found = f" (found {check.found})" if check.found else ""
+    found = f" (found {check.found})" if check.found else " (none installed)"
     doc = f"A package checked the version of {check.distribution}: it requires " \
           f"{check.requirement}{found}."
     requirement = check.requirement
@@ -418,6 +418,10 @@ CHECK_EXAMPLES: dict[tuple[str, str], list[str]] = {
         "2.7.0+cu126 is found. Please switch to the matching version and run again.")],
     # transformers 5.25.0 imported with tokenizers 0.21.1, run here:
     # tests/fixtures/libs/transformers-5.25.0-tokenizers-0.21.1.log
+    # https://github.com/hiyouga/LlamaFactory/issues/8544 (train)
+    ("transformers", "PackageNotFoundError"): [
+        ("importlib.metadata.PackageNotFoundError: No package metadata was found for The "
+        "'sglang>=0.4.5' distribution was not found and is required by this application. ")],
     ("transformers", "ImportError"): [
         ("ImportError: tokenizers>=0.23.1,<0.24.0 is required for a normal functioning of this "
         "module, but found tokenizers==0.21.1.")],

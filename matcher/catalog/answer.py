@@ -30,3 +30,10 @@ class Answer:
             out["fix_actions"] = [*ways, *(base.get("fix_actions") or [])]
             out["example_fix"] = "pip install " + " ".join(f"'{r}'" for r in self.installs[:1])
         return out
+
+
+def requires(package: str, containing: str = "") -> str:
+    """The command that prints what `package` requires (pip show gives the names only)."""
+    pick = f" if '{containing}' in r" if containing else ""
+    return (f"python -c \"import importlib.metadata as m; print([r for r in m.requires('{package}')"
+            f"{pick}])\"")

@@ -95,10 +95,10 @@ RULES: tuple[AreaRule, ...] = (
 )
 
 
-def rule_for(record: dict[str, Any]) -> AreaRule | None:
+def rule_for(record: dict[str, Any], rules: Sequence[AreaRule] = RULES) -> AreaRule | None:
     path = record.get("filePath") or ""
     message = record.get("errorMessage") or ""
-    for rule in RULES:
+    for rule in rules:
         if rule.path.search(path) and rule.message.search(message):
             return rule
     return None
@@ -110,19 +110,21 @@ def _flags_everywhere(flags: Sequence[str], versions: Sequence[str],
     return bool(held) and all(f in flags_of(table.at(v).values()) for v in held for f in flags)
 
 
-def apply(record: dict[str, Any], table: ServerArgsTable) -> bool:
-    """Add the area's words ahead of a pointer-only record's (in place); True when it did."""
+def apply(record: dict[str, Any], table: ServerArgsTable,
+          rules: Sequence[AreaRule] = RULES, tag: str = AREA_TAG) -> bool:
+    """Add the area's words ahead of a pointer-only record's (in place); True when it did.
+    `rules` and `tag`: another area's (`matcher.catalog.quant_remedies`)."""
     guard = record.get("guard") or {}
     tags = record.get("tags") or []
-    if AREA_TAG in tags or record.get("fixActions") \
+    if tag in tags or record.get("fixActions") \
             or record.get("solutions") != words(record, guard.get("when")):
         return False
-    rule = rule_for(record)
+    rule = rule_for(record, rules)
     if rule is None or not _flags_everywhere(rule.flags, record.get("sglangVersions") or [],
                                               table):
         return False
     record["solutions"] = [rule.text, *record["solutions"]]
-    record["tags"] = [*tags, AREA_TAG]
+    record["tags"] = [*tags, tag]
     return True
 
 

@@ -252,9 +252,53 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
         got = _symbol(index, form.module, form.name, sglang_version, directory)
     if index is None:
         return _by_rule(form, sglang_version, traceback, message)
+    if got is None and form.kind == "import" and _INSTALLED_SOURCE.search(message):
+        got = _older_than_read(index, form, sglang_version, traceback)
     if top == "sglang" and got is not None and not got.solutions:
         return _no_sglang_has_it(got, traceback)
     return got
+
+
+# `cannot import name 'X' from 'P.m' (/…/site-packages/P/m.py)`: the installed module's source
+_INSTALLED_SOURCE = re.compile(r"from '[\w.]+' \([^()]*[/\\](?:site|dist)-packages[/\\][^()]*\.py\)")
+
+
+def _older_than_read(index: Index, form: Form, sglang_version: str | None,
+                     traceback: str | None) -> Answer | None:
+    """An installed Python module of P lacks a name that P.m has in every release read: the
+    installed P is outside the releases read — older than the first, as a name seldom goes
+    away (the index reads a few recent releases; older ones are common in the field). Not for
+    compiled modules (a CPU build lacks CUDA functions every release declares) nor for a module
+    some release read lacks."""
+    from matcher.catalog.answer import requires
+    from matcher.catalog.unindexed import innermost
+
+    assert form.module is not None and form.name is not None
+    order = list(index.versions)
+    everyone = (1 << len(order)) - 1
+    has = index.name(form.module, form.name)
+    if index.distribution in LAZY:
+        has = filled(has)
+    if has != everyone or index.module(form.module)[0] != everyone:
+        return None
+    dist, what = index.distribution, f"`{form.module}.{form.name}`"
+    doc = (f"Every release of {dist} read ({ranges(order, order)}) defines {what}, and the "
+           f"installed {form.module} lacks it: the installed {dist} is older than {order[0]} "
+           "(or files of two releases are mixed)")
+    releases, pins = _sglang_pins(index, sglang_version)
+    if releases:
+        doc, solution, install = _pinned_fix(doc, what, dist, order, order, releases, pins,
+                                             sglang_version)
+        if solution is not None and install is not None:
+            return Answer(doc + ".", (solution,), (install,))
+    who = innermost(traceback)
+    whose = (f"that {who} requires (its requirements)" if who and who not in ("sglang", dist)
+             else f"that your sglang pins ({requires('sglang', dist)} prints it) or that the "
+             "project importing it requires")
+    return Answer(doc + ".", (
+        (f"Install the {dist} {whose}: pip install --force-reinstall '{dist}==<that version>' "
+         f"(pip show {dist} shows the installed one; every {dist} from {order[0]} to "
+         f"{order[-1]} defines {what})"),), ())
 
 
 def _no_sglang_has_it(got: Answer, traceback: str | None) -> Answer:

@@ -65,6 +65,14 @@ def _called(call: ast.Call) -> str | None:
     return name if name in ("print", "warn") else None
 
 
+def _raised(func: ast.expr) -> str | None:
+    """The class a `raise X(…)` or `raise mod.X(…)` makes (transformers raises
+    `importlib.metadata.PackageNotFoundError(…)` when a required distribution is absent)."""
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
 def templates(source: str) -> Iterator[tuple[str, str]]:
     """(class or `print`, template) of each check site of a module's source."""
     tree = ast.parse(source)
@@ -73,8 +81,7 @@ def templates(source: str) -> Iterator[tuple[str, str]]:
         kind: str | None = None
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
             call = node.exc
-            func = call.func
-            kind = func.id if isinstance(func, ast.Name) else None
+            kind = _raised(call.func)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             call = node.value
             kind = _called(call)
