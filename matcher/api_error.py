@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import re
 
-# A body's message: after `'object': 'error',`, inside `'error': {`, or the first key of a
+# A body's message: after `'object': 'error',`, among the keys of an `'error': {…}` object (the
+# router's `{"error": {"type": …, "code": …, "message": …}}` too), or the first key of a
 # `{"detail": …}` body; quoted with `'` or `"` (Python's repr picks `"` when the text holds a
 # `'`), backslash escapes kept until `_unescape`. A body cut by the terminal or a collector
 # (no closing quote) gives its message up to the end of the text.
 _BODY_MESSAGE = re.compile(
     r"""(?:
           ['"]object['"]\s*:\s*['"]error['"]\s*,\s*['"]message['"]\s*:\s*
-        | ['"]error['"]\s*:\s*\{\s*(?:['"]object['"]\s*:\s*['"]error['"]\s*,\s*)?
+        | ['"]error['"]\s*:\s*\{[^{}"']*(?:(?:'[^'\\]*'|"[^"\\]*")[^{}"']*)*?
           ['"]message['"]\s*:\s*
         | \{\s*['"]detail['"]\s*:\s*
         )

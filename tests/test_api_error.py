@@ -27,6 +27,13 @@ def test_the_body_message_is_taken_out_unescaped(text):
     assert message_of(text) == CONTEXT
 
 
+def test_the_message_among_other_keys_of_an_error_object():
+    """The router's body puts `type` and `code` before the message."""
+    assert message_of('{"error":{"type":"service_unavailable","code":"no_available_workers",'
+                      '"message":"No available workers (all circuits open or unhealthy)"}}') \
+        == "No available workers (all circuits open or unhealthy)"
+
+
 def test_detail_body_escapes_and_a_cut_body():
     assert message_of('{"detail":"Invalid rank parameter\\nsee \\u0060rank\\u0060"}') \
         == "Invalid rank parameter\nsee `rank`"
