@@ -131,6 +131,10 @@ def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
         return False  # matched on a traceback's header: a failure, not which one
     if message and line and (message in line or line in message):
         return True
+    # The message of an API error body (`matcher.api_error`) is matched, and shown, unescaped.
+    unescaped = line.replace("\\'", "'").replace('\\"', '"')
+    if message and unescaped != line and message in unescaped:
+        return True
     if on_exception and ":" in message:  # `Class: message`: also the message alone
         text = message.split(":", 1)[1].strip()
         if len(text) >= 8 and text in line:

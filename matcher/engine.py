@@ -30,6 +30,7 @@ from typing import Any, overload
 
 import regex
 
+from matcher import api_error
 from matcher.catalog.patterns import cut_prefix
 from matcher.catalog.schema import CatalogRecord
 from matcher.compile import (
@@ -63,6 +64,7 @@ class Target:
     error_class: str
     message: str
     on_header: bool
+    in_body: bool = False  # the message of an API error body (`api_error`)
 
 
 @dataclass(slots=True)
@@ -203,7 +205,26 @@ def targets_of(record: Record) -> list[Target]:
     # A lone `Class: message` line is its exception; a traceback's header is a target of its own.
     if record.header and not (record.kind == "line" and record.exceptions):
         out.append(Target("", record.header, True))
+    # The message of an API error body (`api_error`): the raising site's own text, in a
+    # client's exception or a plain line, with no class of its own.
+    for target in list(out):
+        inner = api_error.message_of(target.message)
+        if inner is not None:
+            out.append(Target("", inner, False, in_body=True))
     return out
+
+
+# A record of an answer's own message (`catalog.api_messages`, errorType `response`) says what
+# sglang wrote into an error body: it recognizes a body's message, never another line that
+# happens to open with the same words (`File not found`).
+RESPONSE = "response"
+
+
+def searched_in(rec: CatalogRecord, target: Target) -> bool:
+    """Whether `rec` may match `target`: its class agrees, and a response's only in a body."""
+    if rec.error_type == RESPONSE and not target.in_body:
+        return False
+    return classes_agree(rec.error_class, target.error_class)
 
 
 def classes_agree(pattern_class: str | None, log_class: str) -> bool:
@@ -423,7 +444,7 @@ class Engine:
         for target in targets:
             for i in self._candidates(target.message):
                 pattern = self.patterns[i]
-                if not classes_agree(pattern.record.error_class, target.error_class):
+                if not searched_in(pattern.record, target):
                     continue
                 captures = self._confirm(pattern, target.message)
                 if captures is None:
@@ -493,7 +514,7 @@ class Engine:
                 if i in best or i in self._masked:
                     continue
                 pattern = self.patterns[i]
-                if not classes_agree(pattern.record.error_class, target.error_class):
+                if not searched_in(pattern.record, target):
                     continue
                 captures = self._confirm(pattern, target.message, cut=self._heads[i] or "")
                 if captures is None:

@@ -61,8 +61,15 @@ def engine_line_ids(engine: Engine, log: Path, *, with_other_classes: bool = Fal
     for text in log.read_text(encoding="utf-8").splitlines():
         framer = Framer()
         records = framer.feed(Line(text, "t", 0, len(text) + 1)) + framer.finish()
-        # Whole matches: a line tool cannot take a line cut short for its pattern's start.
-        ids = {m.pattern.id for r in records for m in engine.match_all(r) if not m.cut}
+        # Whole matches: a line tool cannot take a line cut short for its pattern's start, nor
+        # find an anchored pattern at the start of an API error body's message
+        # (`matcher.api_error`) — an unanchored one it finds in the line that holds the body.
+        targets = [t for r in records for t in targets_of(r)]
+        bodies = {t.message for t in targets if t.in_body} \
+            - {t.message for t in targets if not t.in_body}
+        ids = {m.pattern.id for r in records for m in engine.match_all(r)
+               if not m.cut and not (m.message in bodies and m.pattern.message_pattern.startswith(
+                   ("(?<![\\s\\S])", "^")))}
         if with_other_classes and (m := _EXCEPTION_LINE.match(_PREFIX.sub("", text))):
             ids |= {p.record.id for p in (engine.patterns[i] for i in engine._candidates(m["msg"]))
                     if p.record.error_class and not classes_agree(p.record.error_class, m["cls"])
@@ -71,7 +78,7 @@ def engine_line_ids(engine: Engine, log: Path, *, with_other_classes: bool = Fal
         # A dependency's record that a curated record speaks for on this line (the engine's
         # precedence, not its matching) still matches it: a line tool sees patterns, not which
         # record speaks.
-        ids |= {p.record.id for r in records for t in targets_of(r)
+        ids |= {p.record.id for t in targets if not t.in_body
                 for p in (engine.patterns[i] for i in engine._candidates(t.message))
                 if of_a_dependency(p.record) and not p.record.also_made_by
                 and classes_agree(p.record.error_class, t.error_class)

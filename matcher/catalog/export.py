@@ -14,7 +14,9 @@ record's exception class when it names one (any class-like name when it does not
 patterns are searched anywhere in the line. The one difference that remains: a record's
 `errorClass` cannot be checked on an unanchored pattern, so grep and mtail also count a line
 where an exception of *another* class carries the message (a chained `HFValidationError` that
-repeats an `OSError`'s text), which the engine does not.
+repeats an `OSError`'s text), which the engine does not. And the engine also searches the
+message of an API error body taken out of a line (`matcher.api_error`): an anchored pattern,
+translated to the line's start, does not find it there in grep or mtail.
 
 What cannot be translated is reported with the reason and counted, never dropped silently:
 other lookarounds, back-references, atomic groups, a pattern that spans lines (a `\\n`: grep and
