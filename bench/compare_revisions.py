@@ -32,8 +32,12 @@ def worktree(rev: str, work: Path) -> Path:
     return path
 
 
-def scan(tree: Path, log: Path, extra: list[str]) -> tuple[float, Counter[str]]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def scan(tree: Path, log: Path, extra: list[str], cache: Path) -> tuple[float, Counter[str]]:
+    # a cache directory per revision: revisions whose caches share one evict each other's
+    # (a file named after the code that wrote it replaces the others), and the last to write
+    # one would start warm while the other checks its catalog again
+    env = {**os.environ, "PYTHONPATH": str(tree),
+           "SGLANG_MATCHER_CACHE_DIR": str(cache)}
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "matcher", "scan", "--format", "json", *extra,
                           str(log)], cwd=tree, env=env, capture_output=True, text=True)
@@ -63,11 +67,13 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "matcher", "catalog", "precompile", "--if-needed"],
                        cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True,
                        capture_output=True)
-    events = {name: scan(tree, args.log, args.scan_args)[1] for name, tree in trees.items()}
+    caches = {name: args.work / f"cache-{name}" for name in trees}
+    events = {name: scan(tree, args.log, args.scan_args, caches[name])[1]
+              for name, tree in trees.items()}
     times: dict[str, list[float]] = {name: [] for name in trees}
     for i in range(args.runs):
         for name, tree in trees.items():
-            took, _ = scan(tree, args.log, args.scan_args)
+            took, _ = scan(tree, args.log, args.scan_args, caches[name])
             times[name].append(took)
             print(f"run {i + 1} {name:4} {took:6.2f} s", flush=True)
     base, this = (statistics.median(times[n]) for n in ("base", "this"))

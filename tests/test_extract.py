@@ -1140,10 +1140,8 @@ def test_an_unwritable_cache_dir_costs_only_speed(tmp_path):
 def test_checked_patterns_are_remembered_and_a_damaged_memory_is_ignored(tmp_path, monkeypatch,
                                                                         cache_dir):
     """Loading reuses earlier pattern checks (4 s for the full catalog), keyed by the code."""
-    import matcher.catalog as catalog_module
     from matcher.catalog.load import PatternFactsCache
 
-    monkeypatch.setattr(catalog_module, "_CACHE_MIN_RECORDS", 1)
     curated = REPO / "patterns" / "sglang" / "curated"
     first = load_catalog(builtin=False, user_paths=[curated])
     facts = PatternFactsCache.default().load()
@@ -1155,7 +1153,15 @@ def test_checked_patterns_are_remembered_and_a_damaged_memory_is_ignored(tmp_pat
     PatternFactsCache.default().path.write_text("{not json")
     assert PatternFactsCache.default().load() == {}
     assert load_catalog(builtin=False, user_paths=[curated]).records == first.records
-    # What is remembered is used: a (planted) wrong length shows the check was skipped.
+    # A small layer's checks join what is remembered, not replace it.
     seed = first.by_id("4e2cdd4d6209ebbd")
+    record = json.loads(SEED_FILE.read_text())
+    inner = record.get("record", record)
+    inner["id"], inner["messagePattern"] = "0000000000000001", "a pattern checked once more"
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(record))
+    load_catalog(builtin=False, user_paths=[one])
+    assert PatternFactsCache.default().load() == {**facts, "a pattern checked once more": 27}
+    # What is remembered is used: a (planted) wrong length shows the check was skipped.
     (rec,) = load_paths([SEED_FILE], "curated", known={seed.message_pattern: 9}).records
     assert rec.literal_length == 9

@@ -62,7 +62,6 @@ class Catalog:
         return counts
 
 
-_CACHE_MIN_RECORDS = 1000
 
 
 def load_catalog(
@@ -171,9 +170,9 @@ def _read_layers(layers: Sequence[tuple[Layer, list[Path]]],
         if layer == "generated":
             result = _generated_for(result, len(paths), sglang_version)
         results.append(result)
-    if facts is not None and len(checked) >= _CACHE_MIN_RECORDS \
-            and any(p not in known for p in checked):
-        facts.store(checked)
+    if facts is not None and any(p not in known for p in checked):
+        # merged: a small user layer's checks must not push out the generated layer's
+        facts.store({**known, **checked})
     return results
 
 
