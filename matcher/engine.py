@@ -166,18 +166,28 @@ def _curated_before_import_messages(best: dict[int, tuple[SortKey, Match]]) -> N
             del best[i]
 
 
-def _curated_before_dependency_records(best: dict[int, tuple[SortKey, Match]]) -> None:
+def _curated_before_dependency_records(best: dict[int, tuple[SortKey, Match]],
+                                       chained: bool) -> None:
     """A curated record that matches the same exception, or the same plain line, as a record
     of a dependency's source (torch, flashinfer, sgl-kernel: a generated record with no file
     in sglang) speaks for it, however long each pattern's literal text: the dependency's
     record says where its check or log statement is, the curated one was written for how that
     failure shows in sglang and what to do (torch's `CUDA out of memory. Tried to allocate …`
-    is the allocator's check; the curated record computes a new `--mem-fraction-static`)."""
+    is the allocator's check; the curated record computes a new `--mem-fraction-static`).
+
+    In a chain of exceptions (`chained`) a curated record of any of them speaks for the
+    dependency records of the others: the dependency's exception is the cause the curated
+    record was written around (huggingface_hub's `LocalEntryNotFoundError` under
+    transformers' `We couldn't connect to 'https://huggingface.co'`, whose record says how to
+    run offline)."""
     curated = {_target_of(m) for _, m in best.values() if m.pattern.peek("layer") == "curated"}
     if not curated:
         return
+    on_exception = chained and any(not on_header for on_header, _, _ in curated)
     for i, (_, m) in list(best.items()):
-        if _target_of(m) in curated and of_a_dependency(m.pattern):
+        if not of_a_dependency(m.pattern):
+            continue
+        if _target_of(m) in curated or (on_exception and not m.on_header):
             del best[i]
 
 
@@ -456,7 +466,7 @@ class Engine:
             self._match_cut(record, targets, best)
         if best:
             _lookalikes_at_their_frame(record, best)
-            _curated_before_dependency_records(best)
+            _curated_before_dependency_records(best, len(record.exceptions) > 1)
         if record.kind == "traceback" and best:
             _drop_contradicted_sites(record, best)
             _curated_before_import_messages(best)

@@ -67,7 +67,10 @@ RESIDENT = ("id", "message_pattern", "layer", "origin", "index", "error_message"
             "generator",
             # a message others make too is matched only at its frame
             # (`engine._lookalikes_at_their_frame`)
-            "also_made_by")
+            "also_made_by",
+            # a record of an API answer's own words is matched only inside an error body
+            # (`engine.searched_in`)
+            "error_type")
 LAZY = tuple(f for f in _FIELDS if f not in RESIDENT)
 _LAZY = frozenset(LAZY)
 _RESIDENT = frozenset(RESIDENT)

@@ -26,7 +26,7 @@ CATALOG_DATA = {"matcher.catalog.schema", "matcher.catalog.load", "matcher.catal
                 "matcher.catalog.wording", "matcher.catalog.versions", "matcher.catalog.pep440",
                 "matcher.catalog.layers", "matcher.catalog.line_history"}
 ENGINE = {"matcher.engine", "matcher.compile", "matcher.stored_form", "matcher.prefilter",
-          "matcher.frames", "matcher.framing",
+          "matcher.frames", "matcher.framing", "matcher.api_error",
           "matcher.precompiled"}
 CATALOG_TOOLS = {"matcher.catalog"} | {
     f"matcher.catalog.{name}" for name in ("check", "extract", "extract_templates", "extract_sites",

@@ -50,11 +50,11 @@ from matcher.catalog.extract_templates import (
 )
 from matcher.catalog.load import check_pattern
 from matcher.catalog.patterns import analyze
-from matcher.catalog.releases import merge_releases, wheel_version
+from matcher.catalog.releases import default_wheel_dir, merge_releases, wheel_version
 
 GENERATED = Path(__file__).resolve().parents[2] / "patterns" / "sglang" / "generated"
 DEFAULT_OUTPUT = GENERATED / "api.jsonl"
-DEFAULT_WHEELS = Path("/work/wheels")
+DEFAULT_WHEELS = default_wheel_dir()
 # The class name a record of this generator carries in its id: not an exception's.
 KIND = "api-error"
 _RESPONDERS = frozenset({"create_error_response", "create_streaming_error_response",
