@@ -142,6 +142,78 @@ def test_non_ascii_text_is_matched_like_ascii_text():
     assert e.match(one("RuntimeError: Cannot load model llama from disk")).captures == {"name": "llama"}
 
 
+def test_a_caseless_alternation_is_found_in_non_ascii_text(use_hs):
+    """A caseless pattern, or one with no single literal (an alternation), is found by one
+    literal per branch in any ASCII case, not tried on every non-ASCII text."""
+    p = rec("npu", r"(?i)(?:\bACL_ERROR_X\b|(?:NPU|OPS) function error)")
+    k = rec("kernel", r"(?i)kernel launch failed: (?P<why>\w+)")
+    e = Engine([p, k], use_hyperscan=use_hs)
+    assert not e._literal_always
+    assert e.match(one("RuntimeError: 模型 npu FUNCTION ERROR")).pattern.id == "npu"
+    assert e.match(one("RuntimeError: Ops Function Error 😀")).pattern.id == "npu"
+    assert e.match(one("RuntimeError: acl_error_x — 模型")).pattern.id == "npu"
+    assert e._candidates("模型 acl_error function 😀") == []
+    # `regex` takes the KELVIN SIGN for k and the LONG S for s when it ignores case.
+    m = e.match(one("RuntimeError: \u212aernel launch failed: 模型"))
+    assert m.pattern.id == "kernel" and m.captures == {"why": "模型"}
+    assert e.match(one("RuntimeError: NPU function error \u017f")).pattern.id == "npu"
+    assert e.match(one("RuntimeError: OP\u017f function error")).pattern.id == "npu"
+
+
+def test_ascii_folds_are_every_non_ascii_letter_regex_takes_for_an_ascii_one():
+    import regex
+
+    from matcher.compile import ASCII_FOLDS
+    folds = {}
+    for cp in range(0x80, 0x110000):
+        if not 0xD800 <= cp < 0xE000 and regex.match("[a-zA-Z]", chr(cp), regex.IGNORECASE):
+            folds[cp] = chr(cp)
+    assert set(folds) == set(ASCII_FOLDS)
+    for cp, letter in ASCII_FOLDS.items():
+        assert regex.match(f"[{letter}{letter.upper()}]", chr(cp), regex.IGNORECASE)
+
+
+def test_non_ascii_candidates_hold_every_pattern_that_matches_on_the_builtin_catalog():
+    """Soundness of the literal prefilter's covers: every built-in record's examples and
+    messages, with non-ASCII text before or after them (and, for a caseless pattern, with its
+    k and s as `regex`'s caseless look-alikes), must have among their candidates each pattern
+    that the literal prefilter once tried on every non-ASCII text and that matches them."""
+    import copy
+
+    from matcher.catalog import load_catalog
+    from matcher.catalog.check import frame_text as ft
+    catalog = load_catalog()
+    db = Engine(catalog.records)
+    covered = sorted({part.offset + i for part in db._parts for i, _, _ in part.literals.covers})
+    assert len(covered) > 1000 and len(db._literal_always) < 200
+    records = [db.patterns[i].record for i in covered]
+    texts = [x for r in catalog.records for x in (*r.examples_match, *r.examples_no_match)]
+    texts += [r.error_message for r in records if r.error_message]
+    others = [r.error_message for r in catalog.records if r.error_message]
+    texts += others[::max(1, len(others) // 1500)]
+    caseless = [x for r in records if "(?i" in r.message_pattern for x in r.examples_match]
+    texts += [x.replace("k", "\u212a").replace("s", "\u017f") for x in caseless]
+    assert len(texts) > 3000
+    wrapped = [("こんにちは — " + x, x + " 😀", "模型 " + x + " 模型")[n % 3]
+               for n, x in enumerate(texts)]
+    patterns = [(i, db.patterns[i].compiled) for i in covered]
+    picked = 0
+    for text in wrapped:
+        found = set(db._candidates(text))
+        picked += len(found) > len(db._literal_always)
+        missed = [db.patterns[i].record.id for i, compiled in patterns
+                  if i not in found and compiled.search(text)]
+        assert not missed, (text, missed)
+    assert picked > 1000
+    # and so the same matches as with every one of those patterns tried
+    every = copy.copy(db)
+    every._literal_always = db._literal_always | set(covered)
+    for text in wrapped[:: max(1, len(wrapped) // 400)]:
+        for r in ft(text):
+            a, b = db.match(r), every.match(r)
+            assert (a and (a.pattern.id, a.captures)) == (b and (b.pattern.id, b.captures)), text
+
+
 def test_the_literal_database_finds_what_the_literal_loop_finds():
     """Non-ASCII targets (a user's prompt on a `Receive:` line) take the literal prefilter: its
     Hyperscan database must pick exactly the patterns a substring test of every literal picks."""
