@@ -93,9 +93,6 @@ class CompiledForm:
     literal_db: Any = None
     head_db: Any = None
     regexes: Sequence[bytes] = ()  # `freeze` of each pattern; empty: none kept
-    # (pattern, literal, caseless) for the patterns with no case-sensitive literal of their own
-    # (`cover_entries`): one of a pattern's literals is in every text it matches.
-    covers: Sequence[tuple[int, str, bool]] = ()
 
 
 
@@ -108,68 +105,27 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
         patterns.append(compile_pattern(r))
         if progress is not None and n % 500 == 0:
             progress(n, total)
-    unsure = [i for i, p in enumerate(patterns)
-              if p.literal is None or p.compiled.flags & regex.IGNORECASE]
-    covers = [(i, lit, caseless) for i in unsure for lit, caseless in cover_entries(patterns[i])]
-    covered = {i for i, _, _ in covers}
-    literal_always = [i for i in unsure if i not in covered]
+    literal_always = [i for i, p in enumerate(patterns)
+                      if p.literal is None or p.compiled.flags & regex.IGNORECASE]
     heads = [None if _INLINE_CASELESS.search(p.record.message_pattern)
              else cut_head(p.record.message_pattern) for p in patterns]
     form = CompiledForm([p.literal for p in patterns],
                         [[p.capture_names[i] for i in sorted(p.capture_names)] for p in patterns],
-                        literal_always, [], heads, regexes=[freeze(p.compiled) for p in patterns],
-                        covers=covers)
+                        literal_always, [], heads, regexes=[freeze(p.compiled) for p in patterns])
     if use_hyperscan and hs is not None and patterns:
         form.hs_db, always = _build_hyperscan(patterns)
         form.always = list(always)
         form.chunk = build_chunk_prefilter([p.record.message_pattern for p in patterns],
                                             heads=heads)
-        kept = own_literals(form)
-        form.literal_db = _build_literal_db(
-            literal_table([(i, form.literal[i] or "") for i in kept]
-                          + [(i, lit) for i, lit, _ in covers]),
-            [False] * len(kept) + [caseless for _, _, caseless in covers])
+        skip = set(literal_always)
+        form.literal_db = _build_literal_db(literal_table(
+            (i, p.literal) for i, p in enumerate(patterns) if p.literal is not None
+            and i not in skip))
         form.head_db = _build_literal_db(literal_table((i, h) for i, h in enumerate(heads) if h))
     if progress is not None:
         progress(total, total)
     return form
 
-
-
-def own_literals(form: CompiledForm) -> list[int]:
-    """The patterns the literal database finds by their own literal (`CompiledPattern.literal`),
-    in its order; the entries of `form.covers` follow them."""
-    skip = set(form.literal_always).union(i for i, _, _ in form.covers)
-    return [i for i, literal in enumerate(form.literal) if literal is not None and i not in skip]
-
-
-def cover_entries(pattern: CompiledPattern) -> list[tuple[str, bool]]:
-    """Literals one of which every match of `pattern` contains (`literal_cover`: one per
-    alternation branch), each with whether to find it caseless; none when no such set is
-    known, and none for a caseless pattern with a non-ASCII literal (Hyperscan folds ASCII
-    only): such a pattern is a candidate for every non-ASCII text."""
-    source = pattern.record.message_pattern
-    cover = literal_cover(source, MIN_PREFILTER_LITERAL)
-    if cover is None:
-        return []
-    # An inline `i` flag anywhere (global or scoped) is read as caseless: more hits, no loss.
-    caseless = bool(pattern.compiled.flags & regex.IGNORECASE) \
-        or _INLINE_CASELESS.search(source) is not None
-    if caseless and not all(literal.isascii() for literal in cover):
-        return []
-    return [(literal, caseless) for literal in cover]
-
-
-# The non-ASCII characters `regex` takes for an ASCII letter under IGNORECASE (its simple case
-# folding: KELVIN SIGN, LONG S, the dotted and the dotless I). Hyperscan folds ASCII only, so a
-# text holding one is searched again with them made ASCII (`ascii_folded`).
-ASCII_FOLDS = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
-_FOLDABLE = re.compile("[" + "".join(map(chr, ASCII_FOLDS)) + "]")
-
-
-def ascii_folded(text: str) -> str | None:
-    """`text` with `ASCII_FOLDS` made ASCII; None when it holds none of them."""
-    return text.translate(ASCII_FOLDS) if _FOLDABLE.search(text) else None
 
 
 def literal_table(pairs: Iterable[tuple[int, str]]) -> tuple[tuple[int, bytes], ...]:
@@ -284,17 +240,12 @@ def _build_hyperscan(patterns: Sequence[CompiledPattern]) -> tuple[object, tuple
     return db, tuple(sorted(rejected))
 
 
-def _build_literal_db(table: Sequence[tuple[int, bytes]], caseless: Sequence[bool] = ()
-                      ) -> Any:
-    """`table`'s literals as one Hyperscan literal database (id = position in the table), those
-    `caseless` says so found in any ASCII case: under a second with the full catalog."""
+def _build_literal_db(table: Sequence[tuple[int, bytes]]) -> Any:
+    """`table`'s literals as one Hyperscan literal database (id = position in the table): under
+    a second with the full catalog."""
     if hs is None or not table:
         return None
-    flags: int | list[int] = hs.HS_FLAG_SINGLEMATCH
-    if any(caseless):
-        flags = [hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_CASELESS if c else 0)
-                 for c in (*caseless, *[False] * (len(table) - len(caseless)))]
     db = hs.Database(mode=hs.HS_MODE_BLOCK)
     db.compile(expressions=[lit for _, lit in table], ids=list(range(len(table))),
-               elements=len(table), flags=flags, literal=True)
+               elements=len(table), flags=hs.HS_FLAG_SINGLEMATCH, literal=True)
     return db

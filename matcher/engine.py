@@ -37,13 +37,11 @@ from matcher.compile import (
     CompiledForm,
     CompiledPattern,
     SortKey,
-    ascii_folded,
     build_chunk_prefilter,
     compile_form,
     compile_pattern,
     hs,
     literal_table,
-    own_literals,
 )
 from matcher.frames import frames_by_exception, identifying, message_sites
 from matcher.precompiled import Store, store_of
@@ -411,8 +409,9 @@ class Engine:
         self._always = (*self._always, *(base + i for i in form.always))
         self._literal_always = self._literal_always | {base + i for i in form.literal_always}
         self._heads = (*self._heads, *form.heads)
-        literals = _Literals.of(form.literal_db, base, form.literal, own_literals(form),
-                                form.covers)
+        skip = frozenset(form.literal_always)
+        literals = _Literals.of(form.literal_db, base, form.literal, [
+            i for i, literal in enumerate(form.literal) if literal is not None and i not in skip])
         heads = _Literals.of(form.head_db, base, form.heads,
                              [i for i, h in enumerate(form.heads) if h])
         self._parts.append(_Part(base, form.hs_db, literals, heads))
@@ -573,15 +572,9 @@ class Engine:
         # is compiled without Unicode classes, which makes it far cheaper to build.
         # Its literals are matched as UTF-8 bytes (exact for any text: UTF-8 is
         # self-synchronizing), in one Hyperscan scan rather than a Python loop over every
-        # literal: sglang logs users' non-ASCII prompts on `Receive:` lines. A caseless
-        # pattern's literals are found in any ASCII case, and in the text made ASCII where
-        # `regex` takes a non-ASCII letter for an ASCII one (the KELVIN SIGN for k).
+        # literal: sglang logs users' non-ASCII prompts on `Receive:` lines.
         data = text.encode("utf-8", "surrogatepass")
         found = self._literal_always.union(*(part.literals.scan(data) for part in self._parts))
-        folded = ascii_folded(text)
-        if folded is not None:
-            data = folded.encode("utf-8", "surrogatepass")
-            found = found.union(*(part.literals.scan(data) for part in self._parts))
         return sorted(found - self._masked)
 
     def _confirm(self, pattern: CompiledPattern, text: str, *, cut: str = ""
@@ -627,36 +620,26 @@ class Engine:
 class _Literals:
     """Literals of a part's patterns, and which pattern each is (an index among the engine's):
     found in one scan of `db` (`_build_literal_db` of the same literals in the same order: a
-    hit's id is its position), or — without Hyperscan — by testing each of `table` in turn.
-    The patterns' own literals come first, then `covers` (caseless ones in any ASCII case)."""
+    hit's id is its position), or — without Hyperscan — by testing each of `table` in turn."""
 
     db: Any
     ids: tuple[int, ...]
     texts: Sequence[str | None]  # the part's literals (by index in the part)
     base: int  # the part's first index
-    covers: Sequence[tuple[int, str, bool]] = ()  # (index in the part, literal, caseless)
-    # only without `db` (only then are bytes read): (pattern, literal, caseless), a caseless
-    # literal in lower case
-    table: tuple[tuple[int, bytes, bool], ...] = ()
+    table: tuple[tuple[int, bytes], ...] = ()  # only without `db`: only then are bytes read
 
     @classmethod
-    def of(cls, db: Any, base: int, texts: Sequence[str | None], kept: Sequence[int],
-           covers: Sequence[tuple[int, str, bool]] = ()) -> _Literals:
-        """`texts` of a part's patterns, those at `kept` (indexes in the part) searched, then
-        `covers`, in the order `db` was built from."""
-        order = (*kept, *(i for i, _, _ in covers))
-        found = cls(db, tuple(base + i for i in order) if base else order, texts, base, covers)
+    def of(cls, db: Any, base: int, texts: Sequence[str | None], kept: Sequence[int]
+           ) -> _Literals:
+        """`texts` of a part's patterns, those at `kept` (indexes in the part) searched, in
+        the order `db` was built from."""
+        found = cls(db, tuple(base + i for i in kept) if base else tuple(kept), texts, base)
         return found if db is not None else found.one_by_one()
 
     def one_by_one(self) -> _Literals:
         """The same literals, tested one by one: what a scan of `db` must agree with."""
-        own = self.ids[:len(self.ids) - len(self.covers)]
-        table = [(i, lit, False) for i, lit in literal_table(
-            (i, self.texts[i - self.base] or "") for i in own)]
-        table += [(self.base + i, lit.lower() if caseless else lit, caseless)
-                  for (i, _, caseless), (_, lit) in zip(self.covers, literal_table(
-                      (i, text) for i, text, _ in self.covers), strict=True)]
-        return _Literals(None, self.ids, self.texts, self.base, self.covers, tuple(table))
+        return _Literals(None, self.ids, self.texts, self.base, literal_table(
+            (i, self.texts[i - self.base] or "") for i in self.ids))
 
     def __bool__(self) -> bool:
         return bool(self.ids)
@@ -664,9 +647,7 @@ class _Literals:
     def scan(self, data: bytes) -> list[int]:
         """The patterns whose literal `data` holds."""
         if self.db is None:
-            lower = data.lower() if self.covers else data  # bytes: ASCII letters only
-            return [i for i, literal, caseless in self.table
-                    if literal in (lower if caseless else data)]
+            return [i for i, literal in self.table if literal in data]
         found: list[int] = []
         ids = self.ids
 
