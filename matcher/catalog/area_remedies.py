@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,16 +134,22 @@ def rewrite(path: Path, table: ServerArgsTable) -> int:
     return message_fix.rewrite(path, table, rule=apply, lines_with="/srt/disaggregation/")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m matcher.catalog.area_remedies",
-                                description="give PD-disaggregation records what to do")
+def run_cli(argv: Sequence[str] | None, prog: str, description: str,
+            rewrite: Callable[[Path, ServerArgsTable], int]) -> int:
+    """The command line of a remedy rule: `rewrite` each file given, saying how many changed."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("files", nargs="+", type=Path)
     p.add_argument("--server-args", type=Path, default=None)
     args = p.parse_args(argv)
     table = ServerArgsTable.load(args.server_args or default_path())
     for f in args.files:
-        print(f"{f}: {rewrite(f, table)} records given their area's remedy", file=sys.stderr)
+        print(f"{f}: {rewrite(f, table)} records given their rule's remedy", file=sys.stderr)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(argv, "python -m matcher.catalog.area_remedies",
+                   "give PD-disaggregation records what to do", rewrite)
 
 
 if __name__ == "__main__":

@@ -14,16 +14,14 @@ mechanism this reuses). `catalog extract` applies it after the guard derivation;
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from matcher.catalog import area_remedies, message_fix
 from matcher.catalog.area_remedies import AreaRule
-from matcher.catalog.server_args import ServerArgsTable, default_path
+from matcher.catalog.server_args import ServerArgsTable
 
 QUANT_TAG = "quant-remedy"
 
@@ -64,15 +62,8 @@ def rewrite(path: Path, table: ServerArgsTable) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m matcher.catalog.quant_remedies",
-                                description="give quantization records what to do")
-    p.add_argument("files", nargs="+", type=Path)
-    p.add_argument("--server-args", type=Path, default=None)
-    args = p.parse_args(argv)
-    table = ServerArgsTable.load(args.server_args or default_path())
-    for f in args.files:
-        print(f"{f}: {rewrite(f, table)} records given their rule's remedy", file=sys.stderr)
-    return 0
+    return area_remedies.run_cli(argv, "python -m matcher.catalog.quant_remedies",
+                                 "give quantization records what to do", rewrite)
 
 
 if __name__ == "__main__":
