@@ -317,3 +317,17 @@ def test_an_exception_line_after_another_is_a_record_of_its_own():
         (ExceptionLine("TypeError", type_error.split(": ", 1)[1]),))
     (tb,) = frame_text(f"{index_error}\n  {type_error}\nUserWarning: what follows\n")
     assert tb.exceptions[-1].message == f"list index out of range\n  {type_error}\nUserWarning: what follows"
+
+
+def test_a_class_of_a_packages_errors_module_starts_a_record_whatever_its_name():
+    """triton's `OutOfResources` (sglang #8513) does not end in `Error`; after another
+    exception line it is a failure of its own, not that message's next line."""
+    log = (Path(__file__).parent / "fixtures" / "field" / "distributed-build"
+           / "8513-triton-out-of-resources-shared-memory.log").read_text()
+    triton = next(x for x in log.splitlines() if x.startswith("triton.runtime.errors."))
+    first, second = frame_text(f"RuntimeError: an earlier failure\n{triton}\n")
+    assert first.exceptions == (ExceptionLine("RuntimeError", "an earlier failure"),)
+    assert second.exceptions[0].error_class == "triton.runtime.errors.OutOfResources"
+    # a dotted name outside an errors module is still text
+    (only,) = frame_text("RuntimeError: an earlier failure\nsome.module.Thing: not a class\n")
+    assert only.exceptions[0].message == "an earlier failure\nsome.module.Thing: not a class"
