@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
+from typing import Any
 
 from matcher.catalog.schema import CatalogRecord
 from matcher.types import Event
@@ -34,6 +35,7 @@ _ADAPTER_KEY = re.compile(r"Failed to load LoRA adapter .+?: '(?P<key>[^'\s]+)'$
 # kinds of name the layer-parameter record's own words (quantization first) do not cover
 _OWN_WORDS_MISS = frozenset({"lora", "tower"})
 
+Remedy = Callable[[dict[str, Any]], dict[str, Any]]  # an event's remediation → the answered one
 _KEY = re.compile(r"^(?:[\w.]+\.)?KeyError: '(?P<key>[^'\s]+)'$")
 
 
@@ -85,11 +87,11 @@ def _lora_adapter(e: Event, record_of: Callable[[str], CatalogRecord | None]) ->
     m = _ADAPTER_KEY.search(e.message)
     if m is None or tensor_names.kind(m["key"]) != tensor_names.LORA:
         return None
-    words = tensor_names.solution(m["key"])
+    words = tensor_names.solution(m["key"]) or ""
     return _made(e, record_of(LORA_ADAPTER_RECORD), lambda base: _first(words, base), {})
 
 
-def _made(e: Event, record: CatalogRecord | None, remedy: Callable[[dict], dict] | None,
+def _made(e: Event, record: CatalogRecord | None, remedy: Remedy | None,
           captures: dict[str, str]) -> Event | None:
     if record is None:
         return None
@@ -104,7 +106,7 @@ def _made(e: Event, record: CatalogRecord | None, remedy: Callable[[dict], dict]
         fingerprint=None)
 
 
-def _first(words: str, base: dict) -> dict:
+def _first(words: str, base: dict[str, Any]) -> dict[str, Any]:
     """`base` with `words` as its first solution; its steps (`fix_actions`, which follow the
     record's own first solution) are left out, as they are for a different way out."""
     out = {k: v for k, v in base.items() if k not in ("fix_actions", "example_fix")}

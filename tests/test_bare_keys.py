@@ -66,6 +66,20 @@ def test_the_release_in_the_log_decides_between_its_pin_and_an_upgrade(catalog, 
     assert e["remediation"]["solutions"][0].startswith("Upgrade sglang to 0.4.4.post4 or later")
 
 
+def test_a_range_of_releases_whose_pins_all_know_the_type_is_not_told_to_downgrade() -> None:
+    answer = model_types.remedy("qwen3_moe", "0.5.1..0.5.3")  # pins 4.55.2, 4.56.1, 4.57.0
+    assert answer is not None and answer.installs == ("transformers>=4.51.0",)
+    assert answer.solutions[0].startswith("Install the transformers your sglang release pins")
+
+
+def test_a_type_the_logs_release_registers_itself_is_answered_by_transformers() -> None:
+    # sglang registers qwen3_next from 0.5.2: on 0.5.3 the lookup ran without sglang's
+    # registry, so transformers must know it (4.57.1, pinned from 0.5.3.post2)
+    answer = model_types.remedy("qwen3_next", "0.5.3")
+    assert answer is not None and answer.installs == ("sglang>=0.5.3.post2", "transformers>=4.57.1")
+    assert model_types.remedy("qwen3_next", "0.5.1").installs[0] == "sglang>=0.5.2"
+
+
 def test_the_traceback_of_transformers_frame_gets_the_same_answer(catalog, tmp_path) -> None:
     run = (ROOT / "tests" / "fixtures" / "libs" / "transformers-4.36.2-unknown-model-type.log")
     [e] = _events(catalog, tmp_path, run.read_text(encoding="utf-8"))

@@ -103,47 +103,61 @@ def remedy(key: str, sglang_version: str | None) -> Answer | None:
     table = load()
     if table is None or not table.knows(key):
         return None
-    solutions: list[str] = []
-    installs: list[str] = []
-    first = table.transformers.get(key)
-    if first is not None:
-        _transformers_solutions(key, first, sglang_version, solutions, installs)
+    ways: list[tuple[str, str]] = []  # (solution, its pip requirement)
     own = table.sglang.get(key)
+    if own is not None and _all_at_least(sglang_version, own[0]):
+        own = None  # the log's release registers it already: the lookup ran without it
     if own is not None:
         release, cls = own
-        solutions.append(
-            f"Upgrade sglang to {release} or later: sglang registers the configuration of "
-            f"model type `{key}` itself (`{cls}`, in sglang since {release})")
-        installs.append(f"sglang>={release}")
+        ways.append(((f"Upgrade sglang to {release} or later: sglang registers the configuration "
+                     f"of model type `{key}` itself (`{cls}`, in sglang since {release})"),
+                     f"sglang>={release}"))
+    first = table.transformers.get(key)
+    if first is not None:
+        ways += _transformers_ways(key, first, sglang_version, own[0] if own else None)
     doc = (f"config.json declares `model_type: {key}`, and the installed transformers' AutoConfig "
            "has no configuration registered under it" + (
                f" (transformers added it in {first})" if first else "")
            + ": the lookup of the model type raised this KeyError.")
-    return Answer(doc, tuple(solutions), tuple(installs))
+    if not ways:
+        return None  # the record's own words: nothing here tells a release
+    return Answer(doc, tuple(w for w, _ in ways), tuple(r for _, r in ways))
 
 
-def _transformers_solutions(key: str, first: str, sglang_version: str | None,
-                            solutions: list[str], installs: list[str]) -> None:
+def _all_at_least(sglang_version: str | None, release: str) -> bool:
+    """Whether every release the log can be from is `release` or later."""
+    from matcher.catalog import pin_table
+
+    table = pin_table.load()
+    running = _releases(sglang_version, [(r, "") for r in (table.releases if table else ())])
+    return bool(running) and all(version_key(r) >= version_key(release) for r, _ in running)
+
+
+def _transformers_ways(key: str, first: str, sglang_version: str | None,
+                       registered_since: str | None) -> list[tuple[str, str]]:
     pins = _transformers_pins()
-    running = _releases(sglang_version, pins)
-    new_enough = [(r, p) for r, p in running if version_key(p) >= version_key(first)]
-    if running and len(new_enough) == len(running):
-        pin = running[-1][1]
-        solutions.append(
-            f"Install the transformers this sglang pins: pip install 'transformers=={pin}' — "
-            f"it knows model type `{key}` (added in transformers {first}); the installed "
-            "transformers is older than sglang's pin")
-        installs.append(f"transformers=={pin}")
-        return
+    running = {p for _, p in _releases(sglang_version, pins)}
+    knows = f"model type `{key}` (added in transformers {first})"
+    if running and all(version_key(p) >= version_key(first) for p in running):
+        if len(running) == 1:
+            pin = next(iter(running))
+            return [((f"Install the transformers this sglang pins: pip install "
+                     f"'transformers=={pin}' — it knows {knows}; the installed transformers is "
+                     "older than sglang's pin"), f"transformers=={pin}")]
+        return [((f"Install the transformers your sglang release pins (these releases pin "
+                 f"{', '.join(sorted(running, key=version_key))}; each knows {knows}): the "
+                 f"installed one is older — pip install 'transformers>={first}'"),
+                 f"transformers>={first}")]
     later = [(r, p) for r, p in pins if version_key(p) >= version_key(first)]
-    if later:
+    ways = []
+    if later and (registered_since is None
+                  or version_key(later[0][0]) < version_key(registered_since)):
         release, pin = later[0]
-        solutions.append(
-            f"Upgrade sglang to {release} or later: it pins transformers {pin}, the first of "
-            f"sglang's pins that knows model type `{key}` (added in transformers {first})")
-        installs.append(f"sglang>={release}")
-    solutions.append(
-        f"Or install a transformers that knows `{key}`: pip install 'transformers>={first}'"
-        + (" (newer than this sglang's pin: other parts of sglang may not work with it)"
-           if later else ""))
-    installs.append(f"transformers>={first}")
+        ways.append(((f"Upgrade sglang to {release} or later: it pins transformers {pin}, the "
+                     f"first of sglang's pins that knows {knows}"), f"sglang>={release}"))
+    upgrade = bool(later) or registered_since is not None
+    ways.append((("Or install" if upgrade else "Install") + f" a transformers that knows "
+                 f"`{key}`: pip install 'transformers>={first}'" + (
+                     " (newer than this sglang's pin: other parts of sglang may not work with "
+                     "it)" if upgrade else ""), f"transformers>={first}"))
+    return ways

@@ -89,14 +89,16 @@ def registry(files: Mapping[str, str]) -> dict[str, str]:
                         classes.setdefault(node.name, mt)
     out: dict[str, str] = {}
     for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.AnnAssign | ast.Assign) and _names(node) == {"_CONFIG_REGISTRY"}:
+        if isinstance(node, ast.AnnAssign | ast.Assign) and _names(node) == {"_CONFIG_REGISTRY"} \
+                and node.value is not None:
             for n in ast.walk(node.value):
                 if isinstance(n, ast.Name) and n.id in classes:
                     out.setdefault(classes[n.id], n.id)
         elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
             sub = node.targets[0]
             if isinstance(sub.value, ast.Name) and sub.value.id == "_CONFIG_REGISTRY" \
-                    and isinstance(sub.slice, ast.Constant) and isinstance(node.value, ast.Name):
+                    and isinstance(sub.slice, ast.Constant) and isinstance(sub.slice.value, str) \
+                    and isinstance(node.value, ast.Name):
                 out.setdefault(sub.slice.value, node.value.id)
     return out
 
@@ -132,9 +134,9 @@ def first_sglang(cls: str) -> str | None:
 
 
 def render(transformers: Mapping[str, str], sglang: Mapping[str, tuple[str, str]]) -> str:
-    lines = ["# model_type → T: the first transformers release whose AutoConfig knows it; "
+    lines = [("# model_type → T: the first transformers release whose AutoConfig knows it; "
              "S: the first sglang release shipping the configuration class it registers "
-             "itself; python -m matcher.catalog.model_types_table"]
+             "itself; python -m matcher.catalog.model_types_table")]
     lines += [f"T\t{t}\t{v}" for t, v in sorted(transformers.items())]
     lines += [f"S\t{t}\t{r}\t{c}" for t, (r, c) in sorted(sglang.items())]
     return "\n".join(lines) + "\n"
