@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from matcher import changed_line, release
+from matcher import bare_keys, changed_line, release
 from matcher.aggregate import DEFAULT_RANK_GRACE, DEFAULT_WINDOW, Aggregator
 from matcher.catalog.schema import CatalogRecord
 from matcher.decode import (
@@ -473,10 +473,12 @@ class Pipeline:
     def _versioned(self, events: list[Event]) -> list[Event]:
         """Events carry the release that wrote them when it is known, and their source link
         points into that release (the newest of a range); a dependency at the wrong version
-        gets the `pip install` for that release (`mismatched`)."""
-        return mismatched(changed_line.answered(
+        gets the `pip install` for that release (`mismatched`), a model type transformers does
+        not know the release that knows it (`bare_keys`)."""
+        events = changed_line.answered(
             self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known,
-            unfixed=self._unfixed_dependency_event))
+            unfixed=self._unfixed_dependency_event)
+        return mismatched(bare_keys.answered(events, self._by_id.get))
 
     def _unfixed_dependency_event(self, e: Event) -> bool:
         """An event of a dependency's record that says no way to fix it."""

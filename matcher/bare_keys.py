@@ -1,0 +1,124 @@
+"""A `KeyError: 'key'` is only its key: what the key is tells which lookup failed.
+
+- A Hugging Face model type (`matcher.catalog.model_types`: transformers' and sglang's
+  configuration registries, a closed vocabulary) is the lookup of config.json's `model_type`:
+  an event of `transformers-config-mapping-unknown-model-type`, with the transformers (or
+  sglang) release that knows the type.
+- A checkpoint tensor's dotted name (`matcher.catalog.tensor_names`) is weight loading's lookup
+  of a parameter: an event of `weight-name-not-in-model`, with the way out the name points at
+  (a LoRA, quantization or vision-tower tensor) ahead of the record's own.
+
+The curated records match these KeyErrors where the traceback shows their frame (or, for the
+weight records of a layer's parameter or the lm_head, by their message); a bare line — no
+traceback, as users paste it — is an unknown exception to the engine and is made an event of
+the record here. Events the records already have get the same per-event answer. A KeyError
+whose traceback shows a raising frame keeps its own event: the key was looked up elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+from matcher.catalog.schema import CatalogRecord
+from matcher.types import Event
+
+MODEL_TYPE_RECORD = "13341680e05abeb3"  # transformers-config-mapping-unknown-model-type
+WEIGHT_NAME_RECORD = "7384eab5e1c0de1d"  # weight-name-not-in-model
+# the records of weight loading's KeyError, each matched on its own shape of name
+WEIGHT_RECORDS = frozenset({WEIGHT_NAME_RECORD, "5858185d1080ed30", "e4aa337a710dab7e"})
+# sglang's `Failed to load LoRA adapter {name}: {error}`, the error a KeyError's quoted key
+LORA_ADAPTER_RECORD = "3fcf311a16e852e1"
+_ADAPTER_KEY = re.compile(r"Failed to load LoRA adapter .+?: '(?P<key>[^'\s]+)'$")
+# kinds of name the layer-parameter record's own words (quantization first) do not cover
+_OWN_WORDS_MISS = frozenset({"lora", "tower"})
+
+Remedy = Callable[[dict[str, Any]], dict[str, Any]]  # an event's remediation → the answered one
+_KEY = re.compile(r"^(?:[\w.]+\.)?KeyError: '(?P<key>[^'\s]+)'$")
+
+
+def answered(events: list[Event], record_of: Callable[[str], CatalogRecord | None]
+             ) -> list[Event]:
+    """`events` with each bare unknown KeyError on a model type or tensor name made an event
+    of its record, and the events of those records given what their key says."""
+    out = events
+    for i, e in enumerate(events):
+        if e.pattern_id == LORA_ADAPTER_RECORD:
+            made = _lora_adapter(e, record_of)
+        elif e.error_class.rsplit(".", 1)[-1] == "KeyError":
+            made = _answered(e, record_of)
+        else:
+            continue
+        if made is not None:
+            if out is events:
+                out = list(events)
+            out[i] = made
+    return out
+
+
+def _answered(e: Event, record_of: Callable[[str], CatalogRecord | None]) -> Event | None:
+    from matcher.catalog import model_types, tensor_names
+
+    key = key_of(e.message)
+    if key is None:
+        return None
+    bare = e.event == "sglang_unknown_error" and e.raised_at is None and not _has_frames(e)
+    if (bare or e.pattern_id == MODEL_TYPE_RECORD) and model_types.is_model_type(key):
+        answer = model_types.remedy(key, e.sglang_version)
+        return _made(e, record_of(MODEL_TYPE_RECORD), answer.remediation if answer else None,
+                     {"model_type": key})
+    if (bare or e.pattern_id in WEIGHT_RECORDS) and tensor_names.is_tensor_name(key):
+        own = e.pattern_id if e.pattern_id in WEIGHT_RECORDS else WEIGHT_NAME_RECORD
+        words = tensor_names.solution(key)
+        if own != WEIGHT_NAME_RECORD and tensor_names.kind(key) not in _OWN_WORDS_MISS:
+            words = None  # the layer-parameter and lm_head records say it themselves
+        return _made(e, record_of(own), (lambda base: _first(words, base)) if words else None,
+                     {"param_name": key})
+    return None
+
+
+def _lora_adapter(e: Event, record_of: Callable[[str], CatalogRecord | None]) -> Event | None:
+    """An event of `Failed to load LoRA adapter NAME: '<tensor>'` (the loader's KeyError on a
+    LoRA tensor, in words) given what the tensor's name says."""
+    from matcher.catalog import tensor_names
+
+    m = _ADAPTER_KEY.search(e.message)
+    if m is None or tensor_names.kind(m["key"]) != tensor_names.LORA:
+        return None
+    words = tensor_names.solution(m["key"]) or ""
+    return _made(e, record_of(LORA_ADAPTER_RECORD), lambda base: _first(words, base), {})
+
+
+def _made(e: Event, record: CatalogRecord | None, remedy: Remedy | None,
+          captures: dict[str, str]) -> Event | None:
+    if record is None:
+        return None
+    if e.pattern_id == record.id:
+        if remedy is None:
+            return None
+        return dataclasses.replace(e, remediation=remedy(e.remediation or record.remediation()))
+    base = record.remediation()
+    return dataclasses.replace(
+        e, event="sglang_error", pattern_id=record.id, severity=record.severity,
+        role=record.role, captures=captures, remediation=remedy(base) if remedy else base,
+        fingerprint=None)
+
+
+def _first(words: str, base: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `words` as its first solution; its steps (`fix_actions`, which follow the
+    record's own first solution) are left out, as they are for a different way out."""
+    out = {k: v for k, v in base.items() if k not in ("fix_actions", "example_fix")}
+    out["solutions"] = [words, *(s for s in base.get("solutions") or () if s != words)]
+    return out
+
+
+def key_of(message: str) -> str | None:
+    """The key of a `KeyError: '…'` message (a string key without quotes or spaces in it)."""
+    m = _KEY.match(message.strip())
+    return m.group("key") if m else None
+
+
+def _has_frames(e: Event) -> bool:
+    return bool(e.traceback) and 'File "' in (e.traceback or "")
