@@ -59,6 +59,13 @@ def _exitcode_of_child_killed_by(signum: int) -> int:
     return child.exitcode
 
 
+def test_the_pipeline_looks_for_the_captures_the_vocabularies_read():
+    from matcher import pipeline
+
+    assert pipeline._EXIT_STATUS == set(exit_status.CAPTURES)
+    assert pipeline._OS_ERRNO == errno_vocab.CAPTURE
+
+
 def test_python_and_shells_give_a_signal_as_the_vocabulary_reads_it():
     code = _exitcode_of_child_killed_by(signal.SIGKILL)
     assert code == -9 and exit_status.signal_of(str(code))[0] == 9

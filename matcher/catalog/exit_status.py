@@ -38,7 +38,7 @@ _OOM_KILL = (
     "stopped the container after its grace period (Kubernetes `terminationGracePeriodSeconds`)")
 
 _NATIVE = (
-    "It crashed in native code (a CUDA kernel, NCCL, a compiled extension), not in Python: the "
+    "It crashed in native code (NCCL, the CUDA driver, a compiled extension), not in Python: the "
     "lines printed just before it name the library — `Fatal Python error: Segmentation fault` "
     "and the thread stacks faulthandler prints, `terminate called after throwing an instance of "
     "…` and its `what():`. Act on that line; with none, start the server again with "
@@ -60,9 +60,9 @@ SIGNALS: dict[int, Signal] = {s.number: s for s in (
     Signal(2, "SIGINT", "interrupted (Ctrl-C)", None),
     Signal(3, "SIGQUIT", "sent SIGQUIT", None),
     Signal(4, "SIGILL", "an illegal CPU instruction",
-           "A compiled library uses CPU or GPU instructions this machine lacks (a wheel or "
-           "kernel built for a newer CPU architecture, e.g. AVX-512): install the build made for "
-           "this machine, or build it here"),
+           "A compiled library uses CPU instructions this machine's CPU lacks (a wheel built "
+           "for a newer CPU, e.g. with AVX-512): install the build made for this CPU, or build "
+           "it here"),
     Signal(6, "SIGABRT", "aborted by native code",
            "Native code called abort(): a C++ exception nothing caught (`terminate called after "
            "throwing an instance of …`, e.g. NCCL's watchdog after a collective timed out) or a "
