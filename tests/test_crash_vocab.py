@@ -148,6 +148,11 @@ def test_an_errno_outside_the_vocabulary_is_recognized_without_a_made_up_fix(eng
     assert errno_vocab.answer("1234") is None and errno_vocab.answer("x") is None
 
 
-def test_no_match_for_text_without_an_errno(engine, catalog, tmp_path):
+def test_no_match_for_text_without_an_errno_or_quoting_one_in_a_retry(engine, catalog, tmp_path):
     text = "Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n"
     assert ERRNO_RECORD not in {e["pattern_id"] for e in scanned(engine, catalog, tmp_path, text)}
+    launch = ROOT / "tests" / "fixtures" / "sglang" / "launch" / "model_path_hf_repo_offline.log"
+    retries = [line for line in launch.read_text().splitlines() if "thrown while requesting" in line]
+    assert len(retries) == 12  # huggingface_hub retried, then gave up: one failure, not twelve
+    found = scanned(engine, catalog, tmp_path, "\n".join(retries) + "\n")
+    assert ERRNO_RECORD not in {e["pattern_id"] for e in found}
