@@ -7,8 +7,14 @@ from a child process`) that follows a root cause within the window is attached t
 `consequences` instead of standing as a failure of its own; so is a record that names the root
 cause it follows (`consequenceOf`) when that cause was the last one reported — the CUDA error a
 kernel's failed device-side assertion makes torch raise — and a repeat of the cause itself that
-names it (the assertion line each GPU thread prints) counts as an occurrence of it. Exceptions no pattern knows become
-`sglang_unknown_error` events with a fingerprint of their message shape.
+names it (the assertion line each GPU thread prints) counts as an occurrence of it. A
+consequence that follows no failure of its source — a child killed by the OOM killer prints
+nothing, and its parent's `Subprocess scheduler_0 (pid=…) crashed with exit code -9` is all
+there is — is the first fact known: its event says role "cause", and the consequences after it
+join it. It keeps role "consequence" when a failure of its source comes within the window after
+it (another process may print the failure a moment later; with `early` it waits `rank_grace`
+for it, as for a rank). Exceptions no pattern knows become `sglang_unknown_error` events with a
+fingerprint of their message shape.
 
 With `early` (the daemon), a group does not wait for its whole window when nothing more can
 join it: a failure without ranks is emitted at once, and one with ranks as soon as every rank
@@ -178,6 +184,14 @@ class _Closed:
 
 
 @dataclass(slots=True)
+class _Seen:
+    """When a failure (not a consequence) of a source was last seen."""
+
+    now_t: float
+    log_t: float | None
+
+
+@dataclass(slots=True)
 class _Group:
     key: tuple[object, ...]
     record: Record
@@ -189,6 +203,10 @@ class _Group:
     consequences: list[str] = field(default_factory=list)
     observed: float = 0.0
     offsets: dict[str, int] = field(default_factory=dict)  # source → first record it holds
+    # A consequence that no failure of its source took: it reports as the cause unless a
+    # failure of its source is seen within its window, before or after it.
+    alone: bool = False
+    cause_seen: bool = False
 
     def hold(self, record: Record) -> None:
         held = self.offsets.get(record.source)
@@ -228,6 +246,8 @@ class Aggregator:
         self._closed: OrderedDict[tuple[object, ...], _Closed] = OrderedDict()
         self._closed_cause: _Closed | None = None
         self._last_cause: _Group | None = None
+        self._cause_at: OrderedDict[str, _Seen] = OrderedDict()  # source → its last failure
+        self._alone: list[_Group] = []  # open groups of consequences no failure took
         # A failure's identity → arrival time of its last printed event; → quiet repeats since.
         self._last_printed: OrderedDict[tuple[object, ...], float] = OrderedDict()
         self._suppressed: OrderedDict[tuple[object, ...], int] = OrderedDict()
@@ -270,6 +290,8 @@ class Aggregator:
             self._open[key] = group  # at the end: its key left `_open` when it closed
             if rank:
                 group.ranks.append(rank)
+            if match is not None and match.pattern.role == "consequence":
+                self._stand_alone(group)
             out += self._evict_open()
         else:
             group.ranks.append(rank)
@@ -277,9 +299,37 @@ class Aggregator:
         group.hold(record)
         if match is None or match.pattern.role != "consequence":
             self._last_cause = group
-        if self.early and (not rank or set(expected) <= set(group.ranks)):
+            self._saw_cause(record.source, t, now)
+        # A lone consequence waits its grace like a rank: the failure it follows may be
+        # printed a moment after it (another process writing to the same stream).
+        if self.early and not group.alone and (not rank or set(expected) <= set(group.ranks)):
             out.append(self._close_early(group))
         return out
+
+    def _stand_alone(self, group: _Group) -> None:
+        """A consequence no failure took opens a group of its own. With no failure of its
+        source seen within its window, it is the first fact known of what went wrong: later
+        consequences join it, and it reports as the cause (`_event`) unless a failure of its
+        source follows within the window."""
+        group.alone = True
+        seen = self._cause_at.get(group.record.source)
+        group.cause_seen = seen is not None and self._within(seen, group.log_t, group.now_t)
+        other = self._last_cause  # one failure is followed at a time: keep another source's
+        if not group.cause_seen and (other is None or other.key not in self._open
+                                     or not self._within(other, group.log_t, group.now_t)):
+            self._last_cause = group
+        self._alone.append(group)
+
+    def _saw_cause(self, source: str, t: float | None, now: float) -> None:
+        """A failure of `source` at (`t`, `now`): the lone consequences of that source whose
+        window it falls in follow a failure after all."""
+        self._cause_at.pop(source, None)  # a new entry goes to the end
+        self._cause_at[source] = _Seen(now, t)
+        if len(self._cause_at) > self.max_tracked:
+            self._cause_at.popitem(last=False)
+        for g in self._alone:
+            if g.record.source == source and self._within(g, t, now):
+                g.cause_seen = True
 
     def _taken_by_cause(self, record: Record, match: Match, t: float | None,
                         now: float) -> bool:
@@ -369,7 +419,7 @@ class Aggregator:
             self._closed_cause = closed
         return self._close(group)
 
-    def _within(self, group: _Group | _Closed, t: float | None, now: float) -> bool:
+    def _within(self, group: _Group | _Closed | _Seen, t: float | None, now: float) -> bool:
         """An occurrence stamped `t` that arrived at `now` belongs to `group`'s window: arrival
         within `window`, and log timestamps (when both have one) within `window` either way."""
         if now - group.now_t > self.window:
@@ -389,6 +439,9 @@ class Aggregator:
             closed.popitem(last=False)
         if self._closed_cause is not None and now - self._closed_cause.now_t > self.window:
             self._closed_cause = None
+        seen = self._cause_at
+        while seen and now - next(iter(seen.values())).now_t > self.window:
+            seen.popitem(last=False)
         done: list[_Group] = []
         for g in self._open.values():
             if now - g.now_t <= self.window:
@@ -462,6 +515,8 @@ class Aggregator:
         self._open.pop(group.key, None)
         if self._last_cause is group:
             self._last_cause = None
+        if group.alone:
+            self._alone.remove(group)
         r = group.record
         m = group.match
         common = {
@@ -487,7 +542,7 @@ class Aggregator:
                 pattern_id=m.pattern.id,
                 error_class=event_class(m, r),
                 severity=severity,
-                role=m.pattern.role,
+                role="cause" if group.alone and not group.cause_seen else m.pattern.role,
                 message=message,
                 captures=dict(m.captures),
                 remediation=self._remediation(m.pattern),

@@ -474,11 +474,12 @@ class Pipeline:
         """Events carry the release that wrote them when it is known, and their source link
         points into that release (the newest of a range); a dependency at the wrong version
         gets the `pip install` for that release (`mismatched`), a model type transformers does
-        not know the release that knows it (`bare_keys`)."""
+        not know the release that knows it (`bare_keys`), an exit code or errno what it means
+        (`vocabulary_answered`)."""
         events = changed_line.answered(
             self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known,
             unfixed=self._unfixed_dependency_event)
-        return mismatched(bare_keys.answered(events, self._by_id.get))
+        return vocabulary_answered(mismatched(bare_keys.answered(events, self._by_id.get)))
 
     def _unfixed_dependency_event(self, e: Event) -> bool:
         """An event of a dependency's record that says no way to fix it."""
@@ -569,6 +570,35 @@ class Pipeline:
             f = self._framers[source] = Framer(flush_after=self.flush_after,
                                                redactor=self.redactor)
         return f
+
+
+# The captures a closed vocabulary answers (the names `matcher.catalog.exit_status` and
+# `matcher.catalog.errno_vocab` read; kept here so that neither is imported before an event
+# needs it).
+_EXIT_STATUS = frozenset({"exit_code", "exitcode", "returncode", "return_code"})
+_OS_ERRNO = "os_errno"
+
+
+def vocabulary_answered(events: list[Event]) -> list[Event]:
+    """Events that captured a process's exit status or an OS error number say what it means
+    and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`), ahead of
+    their record's solutions."""
+    out = events
+    for i, e in enumerate(events):
+        if e.pattern_id is None or not e.captures:
+            continue
+        answered = None
+        if not _EXIT_STATUS.isdisjoint(e.captures):
+            from matcher.catalog import exit_status
+            answered = exit_status.remediation(e.captures, e.remediation)
+        elif _OS_ERRNO in e.captures:
+            from matcher.catalog import errno_vocab
+            answered = errno_vocab.remediation(e.captures, e.remediation)
+        if answered is not None:
+            if out is events:
+                out = list(events)
+            out[i] = dataclasses.replace(e, remediation=answered)
+    return out
 
 
 _MISMATCH_CLASSES = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError",

@@ -63,10 +63,70 @@ def test_outside_the_window_is_a_new_event():
     assert sorted(e.ranks for e in run(b + a, engine_with(NCCL))) == [("TP0",), ("TP1",)]
 
 
-def test_consequence_without_a_cause_stands_alone_as_a_consequence():
-    (e,) = run("[2026-01-01 12:00:00] Received sigquit from a child process. It usually means the child failed.\n",
-               engine_with(SIGQUIT))
-    assert (e.pattern_id, e.role) == ("sigquit-test", "consequence")
+CRASHED = {
+    "id": "crashed-test",
+    "messagePattern": r"Subprocess (?P<process>\S+) \(pid=\d+\) crashed with exit code (?P<exit_code>-?\d+)",
+    "role": "consequence",
+}
+SIGQUIT_LINE = "[2026-01-01 12:00:0{s}] Received sigquit from a child process. It usually means the child failed.\n"
+CRASHED_LINE = ("[2026-01-01 12:00:0{s}] Subprocess scheduler_0 (pid=4187) crashed with exit code -9. "
+                "Triggering SIGQUIT for cleanup...\n")
+NCCL_AT = "[2026-01-01 12:00:0{s} TP0] RuntimeError: NCCL error in: x.cpp:1, unhandled system error\n"
+
+
+def test_consequence_that_follows_no_failure_is_the_cause_and_takes_the_consequences_after_it():
+    """A child killed from outside prints nothing: the parent's line is the first fact known."""
+    (e,) = run(SIGQUIT_LINE.format(s=0), engine_with(SIGQUIT))
+    assert (e.pattern_id, e.role) == ("sigquit-test", "cause")
+    (e,) = run(CRASHED_LINE.format(s=0) + SIGQUIT_LINE.format(s=0), engine_with(SIGQUIT, CRASHED))
+    assert (e.pattern_id, e.role, e.captures["exit_code"]) == ("crashed-test", "cause", "-9")
+    assert e.consequences == ("Received sigquit from a child process. It usually means the child failed.",)
+
+
+def test_consequence_before_a_failure_of_its_source_within_the_window_stays_a_consequence():
+    """Child and parent write to one stream: the failure may be printed just after."""
+    events = run(SIGQUIT_LINE.format(s=0) + NCCL_AT.format(s=1), engine_with(NCCL, SIGQUIT))
+    assert sorted((e.pattern_id, e.role) for e in events) == [
+        ("nccl-test", "cause"), ("sigquit-test", "consequence")]
+    # outside the window, or in another source's log, the failure is not the one it follows
+    events = run(SIGQUIT_LINE.format(s=0) + NCCL_AT.format(s=9), engine_with(NCCL, SIGQUIT))
+    assert sorted((e.pattern_id, e.role) for e in events) == [("nccl-test", "cause"), ("sigquit-test", "cause")]
+    agg = Aggregator()
+    engine = engine_with(NCCL, SIGQUIT)
+    for text, source in ((SIGQUIT_LINE.format(s=0), "a"), (NCCL_AT.format(s=1), "b")):
+        for r in frame_text(text, source):
+            agg.add(r, engine.match(r))
+    assert sorted((e.source, e.role) for e in agg.finish()) == [("a", "cause"), ("b", "cause")]
+
+
+def test_a_failure_seen_before_a_consequence_it_did_not_take_keeps_it_a_consequence():
+    """Pod a fails, then pod b: a's sigquit is not joined to a's failure (the last one
+    followed is b's), yet it follows a failure of its own source: a consequence."""
+    engine = engine_with(NCCL, SIGQUIT)
+    agg = Aggregator()
+    for text, source in ((NCCL_AT.format(s=0), "a"), (NCCL_AT.format(s=0), "b"),
+                         (SIGQUIT_LINE.format(s=1), "a")):
+        for r in frame_text(text, source):
+            agg.add(r, engine.match(r))
+    assert sorted((e.source, e.pattern_id, e.role) for e in agg.finish()) == [
+        ("a", "nccl-test", "cause"), ("a", "sigquit-test", "consequence"), ("b", "nccl-test", "cause")]
+
+
+def test_early_a_lone_consequence_waits_its_grace_for_the_failure_it_follows():
+    engine = engine_with(NCCL, SIGQUIT)
+    agg = Aggregator(early=True, rank_grace=0.1)
+    (sigquit,) = frame_text(SIGQUIT_LINE.format(s=0))
+    assert agg.add(sigquit, engine.match(sigquit), 10.0) == []
+    assert agg.due_in(10.0) == pytest.approx(0.1)
+    (nccl,) = frame_text("[2026-01-01 12:00:00] RuntimeError: NCCL error in: x.cpp:1, unhandled system error")
+    [cause] = agg.add(nccl, engine.match(nccl), 10.05)
+    assert (cause.pattern_id, cause.role) == ("nccl-test", "cause")
+    [late] = agg.tick(10.2)
+    assert (late.pattern_id, late.role) == ("sigquit-test", "consequence")
+    agg = Aggregator(early=True, rank_grace=0.1)
+    assert agg.add(sigquit, engine.match(sigquit), 10.0) == []
+    [alone] = agg.tick(10.2)
+    assert (alone.pattern_id, alone.role) == ("sigquit-test", "cause")
 
 
 def test_unknown_exception_gets_a_stable_fingerprint():

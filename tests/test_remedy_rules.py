@@ -99,15 +99,15 @@ def test_mooncake_transfer_timeout_names_the_rdma_device(engine, catalog):
     assert "ib_write_bw" in said
 
 
-def test_the_startup_wrapper_is_a_consequence_that_says_where_the_cause_is(engine, catalog):
+def test_the_startup_wrapper_alone_is_the_cause_and_says_where_the_real_one_is(engine, catalog):
     """xorbitsai/inference#3745 (train): xinference kept only sglang's wrapper exception. It
-    is an event (nothing else says the launch failed) but never a cause, and says how to see
-    the scheduler's own error."""
+    follows no failure in that log, so it is the first fact known — the cause — and says how to
+    see the scheduler's own error."""
     found = events(engine, catalog,
                    "projects/xinference-3745-sglang-runtime-init-failed-gemma3.log")
     [event] = [e for e in found if e["pattern_id"]
                and slug(catalog, e) == "initialization-failed-see-messages-above"]
-    assert event["role"] == "consequence"
+    assert event["role"] == "cause"
     assert any("python -m sglang.launch_server" in s for s in fixes(event))
 
 
