@@ -62,7 +62,7 @@ def _exitcode_of_child_killed_by(signum: int) -> int:
 def test_the_pipeline_looks_for_the_captures_the_vocabularies_read():
     from matcher import pipeline
 
-    assert pipeline._EXIT_STATUS == set(exit_status.CAPTURES)
+    assert set(exit_status.CAPTURES) == pipeline._EXIT_STATUS
     assert pipeline._OS_ERRNO == errno_vocab.CAPTURE
 
 
@@ -91,8 +91,8 @@ def test_each_signal_says_its_name_and_what_to_do(status, name, says):
 
 
 def test_a_signal_without_general_advice_is_named_only():
-    assert exit_status.answer("-10") == ("Exit status -10 (Python's way of saying signal 10 "
-                                          "ended it): SIGUSR1.", None)
+    assert exit_status.answer("-10") == (("Exit status -10 (Python's way of saying signal 10 "
+                                          "ended it): SIGUSR1."), None)
 
 
 def test_a_watchdog_line_alone_is_the_cause_with_its_signal_answered(engine, catalog, tmp_path):

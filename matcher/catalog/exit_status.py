@@ -109,8 +109,8 @@ def signal_of(status: str) -> tuple[int, str] | None:
     if -64 <= code <= -1:
         return -code, f"{code} (Python's way of saying signal {-code} ended it)"
     if 129 <= code <= 128 + 64:
-        return code - 128, f"{code} (128+{code - 128}: a shell's or container runtime's way " \
-            f"of saying signal {code - 128} ended it)"
+        return code - 128, (f"{code} (128+{code - 128}: a shell's or container runtime's way "
+                            f"of saying signal {code - 128} ended it)")
     return None
 
 
