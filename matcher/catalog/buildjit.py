@@ -1,6 +1,7 @@
 """Records for failures to install and to build: pip's and uv's resolution and build errors,
-compiler errors of JIT and extension builds (nvcc, gcc, flashinfer's JIT cache, torch's
-`cpp_extension`), and torch.compile's wrappers: `buildjit.jsonl`.
+compiler and linker errors of JIT and extension builds (nvcc, gcc/ld, flashinfer's JIT cache,
+torch's `cpp_extension`, setuptools' `build_ext`), cargo's (the router's source build), and
+torch.compile's wrappers: `buildjit.jsonl`.
 
 Two steps, as `native` does:
 
@@ -195,6 +196,20 @@ INSTALLER: tuple[Message, ...] = (
             "pip could not read the package's metadata: its build backend failed before "
             "building (the output above says why).", _BUILD_SOLUTIONS,
             ("× Encountered error while generating package metadata.",)),
+    Message("pip-os-error", "pip", "Could not install packages due to an OSError",
+            r"Could not install packages due to an OSError(?:: (?P<error>[^\n]+))?",
+            "pip could not write or read a file while installing; the error after the colon "
+            "(or the traceback, with --verbose) names it.",
+            (("`[Errno 28] No space left on device`: the disk of the install target, of pip's "
+             "temporary directory (TMPDIR) or of its cache is full — torch and the CUDA "
+             "wheels sglang pulls in take several GB: free space, or point TMPDIR and "
+             "PIP_CACHE_DIR at a larger disk (or add `--no-cache-dir`); in a Docker build, "
+             "prune the builder's cache (`docker builder prune`)."),
+             ("`[Errno 13] Permission denied`: install into a virtual environment you own "
+             "(`python -m venv`, `uv venv`) rather than the system Python, or with `--user`."),
+             "Another errno: the path in the message is the file pip could not use."),
+            (("ERROR: Could not install packages due to an OSError: [Errno 28] No space left "
+              "on device"),)),
     Message("uv-no-solution", "uv", "No solution found when resolving dependencies",
             r"(?:× |error: )No solution found when resolving dependencies:?\s*$",
             "uv's resolver found no set of versions that satisfies every requirement; the "
@@ -228,6 +243,19 @@ INSTALLER: tuple[Message, ...] = (
              "provides `cuda_runtime.h` for `file:///tmp/buildjit/real/badpkg`"),)),
 )
 
+_LINK_SOLUTIONS = (
+    ("`-lcuda` (and `cu…` symbols such as `cuLaunchKernel`) is the NVIDIA driver's library "
+    "libcuda.so, not the CUDA toolkit's: it exists only where the driver is installed — in a "
+    "container started with the NVIDIA runtime (`docker run --gpus all`), mounted as "
+    "libcuda.so.1; Triton links its launcher against the libcuda it finds with `ldconfig "
+    "-p`, or in the directory TRITON_LIBCUDA_PATH names. To build without a GPU, link the "
+    "toolkit's stub: `export LIBRARY_PATH=$CUDA_HOME/lib64/stubs:$LIBRARY_PATH`."),
+    ("`-lcudart`, `-lcublas`, `-lnvrtc`… (and `cuda…` symbols) come with the CUDA toolkit: "
+    "put `$CUDA_HOME/lib64` on LIBRARY_PATH; `-lpython3.X` with the interpreter's "
+    "development package (python3.X-dev); torch's symbols (`c10::`, `at::`, `torch::`) mean "
+    "the extension is built or loaded against another torch than the one installed: "
+    "rebuild it with the installed torch, or install the versions sglang pins together."),
+)
 _FI_CACHE = (r"\"(?P<file>[^\"\n]*?/\.cache/flashinfer/(?:[^\"/\n]+/)*?(?P<arch>\d{2,3}[af]?)"
              r"/generated/(?P<module>[^\"/\n]+)/[^\"\n]*)\"")
 _HEADER_SOLUTIONS = (
@@ -268,6 +296,32 @@ COMPILER: tuple[Message, ...] = (
              "py.c:1:10: fatal error: Python.h: No such file or directory",
              ("miss.cu:1:10: fatal error: flashinfer/attention/missing_header.cuh: No such file "
              "or directory"))),
+    Message("nvcc-identifier-undefined", "nvcc", "is undefined",
+            r"(?P<file>[^\s()]+)\((?P<line>\d+)\): error: identifier \"(?P<identifier>[^\"\n]+)\" "
+            r"is undefined",
+            "nvcc did not find the declaration of a name the CUDA source uses: a type or "
+            "intrinsic of a newer CUDA toolkit (FP8/FP4 types, new warp intrinsics), or a "
+            "header of another version of the package being built.",
+            (("The toolkit compiling (CUDA_HOME's nvcc, `nvcc --version`) is older than, or "
+             "of another major than, the code needs: build with the CUDA toolkit of torch's "
+             "CUDA version (`python -c \"import torch; print(torch.version.cuda)\"`), or, for a "
+             "JIT cache (flashinfer, sgl-kernel's JIT kernels), clear the cache and use the "
+             "package version sglang pins."),) + _BUILD_SOLUTIONS[1:],
+            ('bad.cu(1): error: identifier "undefined_a" is undefined',)),
+    Message("ld-cannot-find-library", "gcc", "cannot find -l",
+            r"\bld(?:\.(?:bfd|gold|lld))?: cannot find -l(?P<library>[^\s:]+)",
+            "The linker did not find a library the link line asks for (`-lNAME` looks for "
+            "`libNAME.so` on the library path).", _LINK_SOLUTIONS,
+            ("/usr/bin/ld: cannot find -lcuda: No such file or directory",
+             # https://github.com/JIA-Lab-research/Seg-Zero/issues/63 (train): binutils
+             # before 2.40 print no reason after the library
+             "/usr/bin/ld: cannot find -lcuda")),
+    Message("ld-undefined-reference", "gcc", "undefined reference to",
+            r"undefined reference to [`'](?P<symbol>[^`'\n]+)'",
+            "The linker found no definition of a symbol the objects use: the library that "
+            "defines it is not on the link line, or is another version than the headers the "
+            "code was compiled with.", _LINK_SOLUTIONS,
+            ("link.c:(.text+0x5): undefined reference to `missing_fn'",)),
 )
 
 _CMAKE_CUDA = (
@@ -302,6 +356,40 @@ BUILD_SYSTEMS: tuple[Message, ...] = (
             "scikit-build-core (the build backend of sgl-kernel and other CMake-built "
             "packages) ran CMake and it failed at this step; the CMake output above says why.",
             _BUILD_SOLUTIONS, ("      *** CMake configuration failed",)),
+    Message("setuptools-command-failed", "setuptools", "failed with exit code",
+            r"error: command '(?P<command>[^'\n]+)' failed with exit (?:code|status) "
+            r"(?P<status>\d+)",
+            "setuptools (`setup.py build_ext`, the build of a C/C++/CUDA extension) ran the "
+            "compiler or linker named and it failed; its `error:` lines are above this one.",
+            (("Read the compiler's first `error:` or `fatal error:` line above: a missing "
+             "header (install what provides it), a compiler the CUDA toolkit rejects "
+             "(`unsupported GNU version`: a gcc within the toolkit's bounds via `CC`/`CXX`), "
+             "or an nvcc missing or older than the code needs (`CUDA_HOME` at a full toolkit "
+             "of torch's CUDA version)."),) + _BUILD_SOLUTIONS[1:],
+            ("error: command '/usr/bin/gcc' failed with exit code 1",
+             # https://github.com/microsoft/computervision-recipes/issues/617 (train): the
+             # distutils before setuptools 59 said `exit status`
+             "error: command '/usr/local/cuda/bin/nvcc' failed with exit status 1")),
+    Message("cargo-could-not-compile", "cargo", "could not compile",
+            r"error: could not compile `(?P<crate>[^`\s]+)`(?: \((?P<target>[^)\n]+)\))?",
+            "cargo failed to compile a Rust crate; the `error[E…]` lines above say why. "
+            "sglang's router (sglang-router, sgl-model-gateway) is Rust: installing it from a "
+            "source distribution or a git checkout compiles it.",
+            (("Install the router's prebuilt wheel (`pip install sglang-router`, Linux x86_64 "
+             "and aarch64) instead of building it; to build from source, use a current Rust "
+             "toolchain (`rustup update stable`; a distribution's packaged rustc is often "
+             "older than the router's dependencies require)."),
+             ("Read the first `error[E…]` or `error:` line above: it names the crate and line "
+              "that failed.")),
+            ("error: could not compile `rbad` (lib) due to 1 previous error",)),
+    Message("cargo-rustc-too-old", "cargo", "is not supported by the following package",
+            r"error: rustc (?P<rustc>\S+) is not supported by the following packages?:",
+            "cargo's rustc is older than the rust-version a crate of the build requires (the "
+            "next line names the crate and the rustc it requires).",
+            (("Update the Rust toolchain to at least the version the next line names: "
+             "`rustup update stable` (a distribution's packaged rustc is often too old), or "
+             "install the router's prebuilt wheel instead of building it."),),
+            ("error: rustc 1.95.0 is not supported by the following package:",)),
 )
 
 TORCH_COMPILE: tuple[Message, ...] = (
@@ -319,6 +407,54 @@ TORCH_COMPILE: tuple[Message, ...] = (
             # the f-string of torch/_dynamo/exc.py; the line as
             # https://github.com/vllm-project/vllm/issues/13255 quotes it
             ("[rank0]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",)),
+    Message("inductor-cpp-compile-error", "torch", "C++ compile error",
+            r"(?:CppCompileError|CUDACompileError): C\+\+ compile error\n\nCommand:\n"
+            r"(?P<command>[^\n]+)\n\nOutput:\n",
+            "torch.compile's inductor backend generated C++ (or CUDA) code and the compiler "
+            "failed on it; the message's `Output:` section is the compiler's own error.",
+            (("Read the compiler's error under `Output:`: `Python.h: No such file or "
+             "directory` needs the interpreter's development headers (python3.X-dev); a "
+             "missing or too old compiler needs g++ installed or named with the CXX "
+             "environment variable (inductor's `cpp.cxx` reads it)."),
+             ("To get past it, run sglang without torch.compile: drop --enable-torch-compile; "
+             "piecewise CUDA graphs compile too — drop --enable-piecewise-cuda-graph "
+             "(0.5.3.post2 to 0.5.9) or add --disable-piecewise-cuda-graph (0.5.10 to "
+             "0.5.13.post1).")),
+            ()),  # the real lines (the command is 900 characters) are in tests/fixtures/buildjit/
+    Message("inductor-no-cxx-compiler", "torch", "No working C++ compiler found in ",
+            r"No working C\+\+ compiler found in torch\._inductor\.config\.cpp\.cxx: "
+            r"(?P<compiler>[^\n]+)",
+            "torch.compile's inductor backend found no C++ compiler to build its generated "
+            "code with (it runs `g++`, or what the CXX environment variable names).",
+            (("Install a C++ compiler (`apt-get install g++`, or the distribution's "
+             "equivalent) or point CXX at one; or run sglang without torch.compile (drop "
+             "--enable-torch-compile)."),),
+            (("torch._inductor.exc.InductorError: InvalidCxxCompiler: No working C++ compiler "
+              "found in torch._inductor.config.cpp.cxx: (None, '/tmp/buildjit/nocxx/g++')"),)),
+    Message("inductor-triton-missing", "torch", "Cannot find a working triton installation.",
+            r"Cannot find a working triton installation\.",
+            "torch.compile's inductor backend needs Triton for GPU code and found none, or "
+            "one too old for this torch.",
+            (("Install the Triton this torch was built with: reinstall torch at the version "
+             "sglang pins (`pip install torch==<pinned> --force-reinstall`, which brings its "
+             "triton), or use the lmsysorg/sglang image; or run sglang without torch.compile "
+             "(drop --enable-torch-compile)."),),
+            ()),
+    Message("inductor-gpu-too-old", "torch", "which is too old to be supported by the triton "
+            "GPU compiler",
+            r"Found (?P<gpu>.+?) which is too old to be supported by the triton GPU compiler"
+            r"[^\n]*?capability (?P<capability>\d+\.\d+)",
+            "Triton, which torch.compile's inductor backend compiles GPU code with, supports "
+            "CUDA capability 7.0 and newer; this GPU is older.",
+            (("Run sglang without torch.compile on this GPU: drop --enable-torch-compile, and "
+             "drop --enable-piecewise-cuda-graph (0.5.3.post2 to 0.5.9) or add "
+             "--disable-piecewise-cuda-graph (0.5.10 to 0.5.13.post1); sglang's own Triton "
+             "kernels need the same capability, so a GPU of capability 7.0 or newer is "
+             "needed to serve with them."),),
+            # https://github.com/vllm-project/vllm/issues/13255, the line after the backend's
+            (("RuntimeError: Found Tesla P100-PCIE-16GB which is too old to be supported by "
+             "the triton GPU compiler, which is used as the backend. Triton only supports "
+             "devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.0"),)),
 )
 
 # torch/utils/cpp_extension.py's raise sites that tell the user what to change, by the head of
@@ -406,6 +542,8 @@ HOW_READ: Mapping[str, str] = {
     "scikit-build-core": "found in its source", "torch": "found in its source",
     "nvcc": "printed when run on a failing source", "gcc": "printed when run on a failing source",
     "cmake": "printed when run on a failing project",
+    "setuptools": "printed when run on a failing extension build",
+    "cargo": "printed when run on a failing crate",
 }
 
 

@@ -16,6 +16,10 @@
   recorded as printed by that version.
 - `--cmake BIN`: configures a CUDA project for sm_50, which CUDA 13's nvcc rejects; the cmake
   records its output matches. `--skbuild WHEEL`: a scikit-build-core wheel's Python source.
+- `--setuptools PYTHON`: `setup.py build_ext` of an extension with a missing header;
+  `--cargo BIN`: `cargo build` of a crate with an undefined name and of one whose
+  rust-version no rustc has. `--update` keeps the output's rows of the tool versions not
+  read again.
 - `--pypi`: PyPI's JSON API for sglang's own packages (`PACKAGES`): the newest release's
   Requires-Python and wheel tags.
 
@@ -48,6 +52,7 @@ from matcher.catalog.buildjit import (
 PACKAGES = ("sglang", "sgl-kernel", "sglang-kernel", "flashinfer-python", "sglang-router")
 CPP_EXTENSION = "torch/utils/cpp_extension.py"
 DYNAMO_EXC = "torch/_dynamo/exc.py"
+INDUCTOR_EXC = "torch/_inductor/exc.py"
 # Module constants cpp_extension raises with their values as further arguments: Python prints
 # the tuple (`RuntimeError: ('The detected CUDA version (%s) mismatches …', '12.1', '11.8')`).
 TUPLE_CONSTANTS = ("CUDA_MISMATCH_MESSAGE",)
@@ -86,7 +91,7 @@ def torch_rows(wheel: Path) -> list[Row]:
     version = wheel.name.split("-")[1].split("+")[0]
     with zipfile.ZipFile(wheel) as z:
         cpp = z.read(CPP_EXTENSION).decode("utf-8")
-        exc = z.read(DYNAMO_EXC).decode("utf-8")
+        exc = z.read(DYNAMO_EXC).decode("utf-8") + z.read(INDUCTOR_EXC).decode("utf-8")
     rows: list[Row] = []
     got = extract.extract_module(cpp, CPP_EXTENSION, version=version)
     for r in got.records:
@@ -109,9 +114,16 @@ def _constant(source: str, name: str) -> str | None:
     return "".join(re.findall(r"\"((?:[^\"\\]|\\.)*)\"", m.group(1)))
 
 
+# Per compiler, the sources that fail and the arguments each is compiled with.
 _FAILING = {
-    "nvcc": ("bad.cu", "__global__ void k(int* x) { x[0] = undefined_a; x[1] = undefined_b; }\n"),
-    "gcc": ("bad.c", "#include <cuda_runtime_missing_here.h>\nint f(void) { return 0; }\n"),
+    "nvcc": (("bad.cu", "__global__ void k(int* x) { x[0] = undefined_a; x[1] = undefined_b; }\n",
+              ("-c", "bad.cu", "-o", "out.o")),),
+    "gcc": (("bad.c", "#include <cuda_runtime_missing_here.h>\nint f(void) { return 0; }\n",
+             ("-c", "bad.c", "-o", "out.o")),
+            ("link.c", "extern int missing_fn(void);\nint main(void) { return missing_fn(); }\n",
+             ("link.c", "-o", "link")),
+            ("lib.c", "int main(void) { return 0; }\n",
+             ("lib.c", "-o", "lib", "-lmissing_library_here"))),
 }
 
 
@@ -123,12 +135,12 @@ def compiler_rows(tool: str, binary: Path) -> list[Row]:
                       version_out)
     if found is None:
         raise ValueError(f"{binary}: no version in --version")
-    name, source = _FAILING[tool]
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / name).write_text(source, encoding="utf-8")
-        run = subprocess.run([str(binary), "-c", name, "-o", "out.o"], cwd=tmp,
-                             capture_output=True, text=True)
-    lines = (run.stdout + run.stderr).splitlines()
+    lines: list[str] = []
+    for name, source, args in _FAILING[tool]:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / name).write_text(source, encoding="utf-8")
+            run = subprocess.run([str(binary), *args], cwd=tmp, capture_output=True, text=True)
+        lines += (run.stdout + run.stderr).splitlines()
     return [("literal", tool, found.group(1), m.key) for m in COMPILER
             if m.tool == tool and _prints(m, lines)]
 
@@ -157,6 +169,48 @@ def cmake_rows(cmake: Path) -> list[Row]:
             if m.tool == "cmake" and _prints(m, lines)]
 
 
+def setuptools_rows(python: Path) -> list[Row]:
+    """`setup.py build_ext` of an extension whose source includes a missing header, run with
+    the interpreter given; the setuptools records its output matches."""
+    version = subprocess.run([str(python), "-c", "import setuptools; print(setuptools.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    setup = ("from setuptools import setup, Extension\n"
+             "setup(name='badext', version='0.1', ext_modules=[Extension('badext', ['bad.c'])])\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "setup.py").write_text(setup, encoding="utf-8")
+        (Path(tmp) / "bad.c").write_text(_FAILING["gcc"][0][1], encoding="utf-8")
+        run = subprocess.run([str(python), "setup.py", "build_ext"], cwd=tmp,
+                             capture_output=True, text=True)
+    lines = (run.stdout + run.stderr).splitlines()
+    return [("literal", "setuptools", version, m.key) for m in BUILD_SYSTEMS
+            if m.tool == "setuptools" and _prints(m, lines)]
+
+
+_CRATES = (  # (Cargo.toml's [package] extra line, src/lib.rs): an undefined name; a rustc too old
+    ("", "pub fn f() -> u32 { undefined_x }\n"),
+    ('rust-version = "1.999"\n', "pub fn f() -> u32 { 1 }\n"),
+)
+
+
+def cargo_rows(cargo: Path) -> list[Row]:
+    """`cargo build --offline` of crates that fail to compile; the cargo records it matches."""
+    version = subprocess.run([str(cargo), "--version"], capture_output=True, text=True,
+                             check=True).stdout.split()[1]
+    lines: list[str] = []
+    for extra, lib in _CRATES:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "src").mkdir()
+            (Path(tmp) / "Cargo.toml").write_text(
+                f'[package]\nname = "probe"\nversion = "0.1.0"\nedition = "2021"\n{extra}',
+                encoding="utf-8")
+            (Path(tmp) / "src" / "lib.rs").write_text(lib, encoding="utf-8")
+            run = subprocess.run([str(cargo), "build", "--offline"], cwd=tmp,
+                                 capture_output=True, text=True)
+        lines += (run.stdout + run.stderr).splitlines()
+    return [("literal", "cargo", version, m.key) for m in BUILD_SYSTEMS
+            if m.tool == "cargo" and _prints(m, lines)]
+
+
 def skbuild_rows(wheel: Path) -> list[Row]:
     """scikit-build-core's messages, looked for in its wheel's Python source."""
     version = wheel.name.split("-")[1]
@@ -179,6 +233,23 @@ def pypi_rows(packages: Sequence[str] = PACKAGES) -> list[Row]:
     return rows
 
 
+def _tool_of(row: Row) -> tuple[str, str]:
+    """The tool and version a row was read from (`pypi` has one version: its read)."""
+    if row[0] == "literal":
+        return row[1], row[2]
+    if row[0] == "torch-site":
+        return "torch", row[1]
+    return "pypi", ""
+
+
+def kept_rows(path: Path, read: set[tuple[str, str]]) -> list[Row]:
+    """The rows of `path` whose tool and version are not among those read again."""
+    if not path.exists():
+        return []
+    rows = [tuple(line.split("\t")) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [r for r in rows if _tool_of(r) not in read]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m matcher.catalog.buildjit_facts",
                                  description=__doc__,
@@ -191,7 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cmake", type=Path, action="append", default=[])
     ap.add_argument("--skbuild", type=Path, action="append", default=[],
                     help="a scikit-build-core wheel")
+    ap.add_argument("--setuptools", type=Path, action="append", default=[],
+                    help="a Python whose setuptools builds a failing extension")
+    ap.add_argument("--cargo", type=Path, action="append", default=[])
     ap.add_argument("--pypi", action="store_true")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the output's rows of the tool versions not read in this run")
     ap.add_argument("-o", "--output", type=Path, default=FACTS)
     args = ap.parse_args(argv)
     rows: list[Row] = []
@@ -209,8 +285,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += cmake_rows(b)
     for w in args.skbuild:
         rows += skbuild_rows(w)
+    for b in args.setuptools:
+        rows += setuptools_rows(b)
+    for b in args.cargo:
+        rows += cargo_rows(b)
     if args.pypi:
         rows += pypi_rows()
+    if args.update:
+        rows += kept_rows(args.output, {_tool_of(r) for r in rows})
     text = "".join("\t".join(r) + "\n" for r in sorted(set(rows)))
     args.output.write_text(text, encoding="utf-8")
     print(f"{args.output}: {len(set(rows))} rows")
