@@ -56,6 +56,10 @@ def test_the_routers_port_in_use_is_the_routers_not_zmqs(catalog, version):
     started = [e for e in events if e["message"].startswith("Error starting router: ")]
     assert [slug(catalog, e) for e in started] == ["router-port-in-use"]
     assert all(slug(catalog, e) != "zmq-address-already-in-use" for e in events)
+    # the RuntimeError the launcher re-raises, at `self._router.start()`, is recognized too
+    [raised] = [e for e in events if e["message"].startswith("RuntimeError: ")]
+    assert slug(catalog, raised) in ("router-start-address-in-use", "failed-to-bind-to")
+    assert catalog.by_id(raised["pattern_id"]).solutions
 
 
 @pytest.mark.parametrize("run", ["0.2.1/bad-url.log", "0.3.2/bad-url.log", "0.3.2/bad-url-pd.log"])
