@@ -70,3 +70,17 @@ def test_a_worker_url_without_scheme_says_to_write_the_scheme(catalog, run):
     assert len(events) == 2
     assert {slug(catalog, e) for e in events} == {"router-worker-url-without-scheme"}
     assert "http://HOST:PORT" in catalog.by_id(events[0]["pattern_id"]).solutions[0]
+
+
+@pytest.mark.parametrize("run", ["0.2.1/unreachable-worker.log", "0.3.2/rt-pd-unreachable.log"])
+def test_coloured_tracing_lines_are_read_without_their_escapes(catalog, run):
+    """0.2 on write tracing's ANSI colours even into a file; the `WARN …: Step failed …
+    error="…Both HTTP and gRPC health checks failed for URL…"` lines are recognized with the
+    worker's URL, and INFO lines stay quiet."""
+    path = RUNS / run
+    assert "\x1b[33m WARN\x1b[0m" in path.read_text()
+    events = scan(catalog, path)
+    assert events and all("\x1b" not in e["message"] for e in events)
+    assert all(" INFO " not in e["message"] for e in events)
+    failed = [e for e in events if "Both HTTP and gRPC health checks failed" in e["message"]]
+    assert failed and failed[0]["captures"]["url"] in ("http://127.0.0.1:9", "http://127.0.0.1:10")
