@@ -68,20 +68,27 @@ _OTHER_LOG_FORMAT = re.compile(
     # NCCL's debug log (`host:pid:tid [dev] socket.c:485 NCCL WARN …`) and the native crash
     # lines: what follows an exception there is another failure, not its message going on.
     r"|\S+:\d+:\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?:WARN|INFO|ERROR|TRACE|ABORT)\b"
-    r"|terminate called |Fatal Python error: |thread '[^']*' panicked at )"
+    r"|terminate called |Fatal Python error: |thread '[^']*'(?: \(\d+\))? panicked at )"
 )
 
 # A native crash whose message comes on the next line: a C++ exception nobody caught
 # (`terminate called after throwing an instance of 'c10::DistBackendError'`, then `  what():  …`)
 # and a Rust panic since Rust 1.73 (`thread 'main' panicked at src/x.rs:463:40:`, then the
-# message). The two lines are one record: its header the first, its exception the message (for
+# message; newer Rust puts the thread's id after its name: `thread '<unnamed>' (3957) panicked
+# at …`). The two lines are one record: its header the first, its exception the message (for
 # C++, of the class named, `::` read as `.`: `c10.DistBackendError`).
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<cls>[^'\n]+)'\s*$")
-_PANIC = re.compile(r"thread '[^'\n]*' panicked at [^\s'][^\s]*:\d+:\d+:\s*$")
+_PANIC = re.compile(r"thread '[^'\n]*'(?: \(\d+\))? panicked at [^\s'][^\s]*:\d+:\d+:\s*$")
 _WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*?)\s*$")
+# A panic's stack when RUST_BACKTRACE is set (sglang-router's launcher sets it): `stack
+# backtrace:`, numbered frames and their `at file:line:col` lines, and the note that closes it.
+# They belong to the panic's record but are no part of its message.
+_RUST_BACKTRACE = re.compile(
+    r"^(?:stack backtrace:\s*$|\s+\d+: \S|\s+at \S|note: Some details are omitted)")
 # Lines that start a native crash record of their own, never a message's continuation.
 _NATIVE_START = re.compile(
-    r"^(?:Fatal Python error: |terminate called |thread '[^'\n]*' panicked at |note: run with `RUST_BACKTRACE)")
+    r"^(?:Fatal Python error: |terminate called |thread '[^'\n]*'(?: \(\d+\))? panicked at "
+    r"|note: run with `RUST_BACKTRACE)")
 
 # `…/torch/cuda/__init__.py:182: UserWarning: …` — a warning another module printed.
 _PY_WARNING = re.compile(r"^\S+\.py:\d+: \w+: ")
@@ -100,7 +107,7 @@ RECORD_START_SIGNS: tuple[bytes, ...] = (
     rb"(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)(?::|\r?$)"),
     rb'File "[^"\n]+", line \d+, in ',  # a traceback cut before its first line
     rb"terminate called after throwing an instance of '",  # then `what():` (`_TERMINATE`)
-    rb"' panicked at ",  # a Rust panic, its message on the next line (`_PANIC`)
+    rb"'(?: \(\d+\))? panicked at ",  # a Rust panic, its message on the next line (`_PANIC`)
     rb"\x1b",
     rb"\\u001b",
     rb"\\x1b",
@@ -116,7 +123,7 @@ DOCKER_RECORD_START_SIGNS: tuple[bytes, ...] = (
     rb"(?::|\\|\")"),
     rb'File \\"[^"\n]+\\", line \d+, in ',
     rb"terminate called after throwing an instance of '",
-    rb"' panicked at ",
+    rb"'(?: \(\d+\))? panicked at ",
     rb"\\u001b",
     rb"\\x1b",
     rb"\\033",
@@ -579,7 +586,8 @@ class Framer:
         """A native crash's next line: its message (C++'s `what():`, a panic's next line), then
         the message's own continuation up to a blank line or another crash's first line."""
         stripped = text.strip()
-        if not stripped or _NATIVE_START.match(stripped) or _OTHER_LOG_FORMAT.match(text):
+        if (not stripped or _NATIVE_START.match(stripped) or _OTHER_LOG_FORMAT.match(text)
+                or stripped.startswith(TRACEBACK_START)):
             return False
         if tb.state == "native":
             what = _WHAT.match(text)
@@ -588,6 +596,8 @@ class Framer:
             message = what.group("msg") if what is not None else stripped
             tb.exceptions.append(ExceptionLine(tb.native_class, self._cut(message)))
             tb.state = "exception"
+            return self._accept(tb, line, text, now)
+        if tb.native == "panic" and _RUST_BACKTRACE.match(text):
             return self._accept(tb, line, text, now)
         self._append_message(tb, text.rstrip("\r\n"))
         return self._accept(tb, line, text, now)

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+import regex
 from generated_layer import engine_of, scan
 
 from matcher.catalog import load_catalog, native
@@ -223,6 +224,33 @@ def test_a_rust_panic_is_recognized_with_its_place_and_message(engine: Engine) -
                                  "line": "4033", "column": "26"}
     [record] = frame_text(text)[:1]
     assert record.exceptions[0].message == "we should only get valid values != YF here"
+
+
+def test_a_panic_with_the_threads_id_and_a_backtrace_is_one_record(engine: Engine) -> None:
+    # sglang-router 0.3.2 run here (tests/fixtures/router-runs/0.3.2/prometheus-host-not-local.log):
+    # newer Rust prints the thread's id after its name, and the launcher sets RUST_BACKTRACE
+    text = ("\nthread '<unnamed>' (14157) panicked at /home/runner/work/sglang/sglang/src/"
+            "observability/metrics.rs:360:10:\n"
+            "failed to install Prometheus metrics exporter: FailedToCreateHTTPListener("
+            "\"Cannot assign requested address (os error 99)\")\n"
+            "stack backtrace:\n"
+            "   0: __rustc::rust_begin_unwind\n"
+            "   3: smg::observability::metrics::start_prometheus\n"
+            "  11: method_vectorcall_NOARGS\n"
+            "             at /tmp/python-build/Python-3.11.7/Objects/descrobject.c:453:24\n"
+            "note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose "
+            "backtrace.\n")
+    [record] = frame_text(text)
+    assert record.exceptions[0].message == (
+        "failed to install Prometheus metrics exporter: FailedToCreateHTTPListener("
+        "\"Cannot assign requested address (os error 99)\")")
+    # one event: the message's own record (curated) wins over the header's shape
+    [event] = scan(engine, text)
+    assert by_slug(engine)[event["pattern_id"]] == "router-prometheus-listener-failed"
+    header = text.splitlines()[1]
+    [shape] = [r for r in engine.records if r.slug == "rust-thread-panicked"]
+    found = regex.search(shape.message_pattern, header)
+    assert found and found.group("thread") == "<unnamed>" and found.group("line") == "360"
 
 
 def test_a_c_assertion_is_recognized_with_its_place(engine: Engine) -> None:

@@ -378,14 +378,18 @@ SHAPES: tuple[Shape, ...] = (
               "faulthandler prints each thread's Python stack after it, the current thread "
               "last.", severity="critical")),
     Shape("rust panic", "rust-thread-panicked",
-          r"thread '(?P<thread>[^'\n]*)' panicked at (?P<file>[^\s:'][^\s:]*):(?P<line>\d+)"
-          r":(?P<column>\d+)(?::(?: (?P<message>.+))?)?", "rust",
+          r"thread '(?P<thread>[^'\n]*)'(?: \(\d+\))? panicked at (?P<file>[^\s:'][^\s:]*)"
+          r":(?P<line>\d+):(?P<column>\d+)(?::(?: (?P<message>.+))?)?", "rust",
           R.Remedy("A Rust thread panicked (sglang's router and gateway, tokenizers, and other "
                    "Rust components): `file:line:column` is where, and the line after it (or "
                    "the rest of this one) the panic's message. With RUST_BACKTRACE=1 the panic "
                    "prints its stack.", solutions=R.RUST_PANIC, severity="critical"),
-          # https://github.com/aarroyoc/scryer-playground/issues/45 (train)
-          ("thread 'main' panicked at src/machine/system_calls.rs:4033:26:",)),
+          # https://github.com/aarroyoc/scryer-playground/issues/45 (train); newer Rust puts
+          # the thread's id after its name (sglang-router 0.3.2 run here,
+          # tests/fixtures/router-runs/0.3.2/prometheus-port-in-use.log)
+          ("thread 'main' panicked at src/machine/system_calls.rs:4033:26:",
+           "thread '<unnamed>' (3957) panicked at /home/runner/work/sglang/sglang/src/"
+           "observability/metrics.rs:360:10:")),
     Shape("rust panic old", "rust-thread-panicked-message-first",
           r"thread '(?P<thread>[^'\n]*)' panicked at '(?P<message>.*)', (?P<file>[^\s:]+):"
           r"(?P<line>\d+)(?::(?P<column>\d+))?", "rust",
