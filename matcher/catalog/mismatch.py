@@ -17,6 +17,10 @@ shipped beside the catalog (`patterns/sglang/generated/symbols/<dist>.txt.gz`, m
 release pins, hence `pip install 'P==v'` — or, for sglang's own API used by another project
 (`from sglang.utils import launch_server_cmd`), the sglang releases that have it.
 
+A method or a parameter only some releases have (`'C' object has no attribute 'y'`,
+`Q() missing 1 required positional argument: 'a'`, messages of curated records) is answered
+from the index's function lines by `matcher.catalog.signature`.
+
 A package with no index gets its fix by rule (`matcher.catalog.unindexed`, from every release's
 pins in `sglang-pins.tsv` and the traceback's frames); `from 'P' (unknown location)` is a folder
 shadowing P, not a version.
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,12 +76,18 @@ def lazy_wrapped(message: str) -> bool:
     return _LAZY_IMPORT.search(re.sub(r"^\s*[\w.]+:\s*", "", message)) is not None
 
 
+def stripped(message: str) -> str:
+    """The message without `Class: `, an `[address=…]` prefix or transformers' lazy
+    importer's line."""
+    text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
+    text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
+    return _LAZY_IMPORT.sub("", text)
+
+
 def parse(message: str) -> Form | None:
     """The form a message has (searched at its start, after `Class: ` if it is there, and
     after transformers' `Failed to import … because of the following error …:`)."""
-    text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
-    text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
-    text = _LAZY_IMPORT.sub("", text)
+    text = stripped(message)
     for kind, rx in _FORMS:
         m = rx.match(text)
         if m is not None:
@@ -230,8 +240,9 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     `sglang_version`: the release (or range) the log was written by, when known; else the
     releases whose importing module the traceback shows are taken."""
     form = parse(message)
-    if form is None:
-        return None
+    if form is None:  # a method or a parameter of another release (`matcher.catalog.signature`)
+        from matcher.catalog import signature
+        return signature.answer(stripped(message), sglang_version, traceback, directory)
     if form.kind == "import" and _NAMESPACE.search(message):
         return _namespace(form)
     inferred = sglang_version is None
@@ -659,21 +670,27 @@ def _pins_by_release(alias: str, found: Sequence[tuple[str, int, str, str]], sgl
                         + listed,), ())
 
 
-def _keyword(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
-    """`Q() got an unexpected keyword argument 'k'`: the releases whose Q takes k, in every
-    index that has a function Q with varying parameters."""
-    assert form.callee is not None and form.name is not None
+def all_indexes(directory: Path | None = None) -> Iterator[Index]:
+    """Every shipped index, by distribution name, read one at a time (not all held)."""
     directory = directory or index_dir()
     try:
         names = sorted(p.name.removesuffix(".txt.gz") for p in directory.glob("*.txt.gz"))
     except OSError:
-        return None
-    answers: list[Answer] = []
-    qual = form.callee
+        return
     for dist in names:
         index = _load(directory, dist)
-        if index is None:
-            continue
+        if index is not None:
+            yield index
+
+
+def _keyword(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
+    """`Q() got an unexpected keyword argument 'k'`: the releases whose Q takes k, in every
+    index that has a function Q with varying parameters."""
+    assert form.callee is not None and form.name is not None
+    answers: list[Answer] = []
+    qual = form.callee
+    for index in all_indexes(directory):
+        dist = index.distribution
         takes, lacks, where = index.keyword(qual, form.name)
         if not takes:
             continue
