@@ -19,7 +19,8 @@ release pins, hence `pip install 'P==v'` — or, for sglang's own API used by an
 
 A method or a parameter only some releases have (`'C' object has no attribute 'y'`,
 `Q() missing 1 required positional argument: 'a'`, messages of curated records) is answered
-from the index's function lines by `matcher.catalog.signature`.
+from the index's function lines by `matcher.catalog.signature`, which builds on this module
+(the pipeline asks it when `remedy` has no form for the message).
 
 A package with no index gets its fix by rule (`matcher.catalog.unindexed`, from every release's
 pins in `sglang-pins.tsv` and the traceback's frames); `from 'P' (unknown location)` is a folder
@@ -240,9 +241,8 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     `sglang_version`: the release (or range) the log was written by, when known; else the
     releases whose importing module the traceback shows are taken."""
     form = parse(message)
-    if form is None:  # a method or a parameter of another release (`matcher.catalog.signature`)
-        from matcher.catalog import signature
-        return signature.answer(stripped(message), sglang_version, traceback, directory)
+    if form is None:  # a method or a parameter of another release: `matcher.catalog.signature`
+        return None
     if form.kind == "import" and _NAMESPACE.search(message):
         return _namespace(form)
     inferred = sglang_version is None

@@ -126,6 +126,17 @@ def free_of(found: Sequence[Hit], names: Sequence[str]) -> int:
     return free if taking else 0
 
 
+def remedy(message: str, sglang_version: str | None = None, *, traceback: str | None = None,
+           directory: Path | None = None) -> Answer | None:
+    """`mismatch.remedy`'s counterpart for the two forms here: the message as an event
+    has it (`AttributeError: 'C' object …`)."""
+    from matcher.catalog import mismatch
+
+    if mismatch.parse(message) is not None:
+        return None
+    return answer(mismatch.stripped(message), sglang_version, traceback, directory)
+
+
 def answer(message: str, sglang_version: str | None, traceback: str | None,
            directory: Path | None) -> Answer | None:
     """The fix for a method or parameter of another release, or None when the index does
