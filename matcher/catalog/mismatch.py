@@ -241,8 +241,10 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     `sglang_version`: the release (or range) the log was written by, when known; else the
     releases whose importing module the traceback shows are taken."""
     form = parse(message)
-    if form is None:  # a method or a parameter of another release: `matcher.catalog.signature`
-        return None
+    if form is None:  # a circle of imports; else a method or a parameter of another
+        # release, which `matcher.catalog.signature` answers
+        from matcher.catalog import unplaced
+        return unplaced.circular(message, traceback)
     if form.kind == "import" and _NAMESPACE.search(message):
         return _namespace(form)
     inferred = sglang_version is None
@@ -262,12 +264,36 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
         assert form.name is not None
         got = _symbol(index, form.module, form.name, sglang_version, directory)
     if index is None:
-        return _by_rule(form, sglang_version, traceback, message)
-    if got is None and form.kind == "import" and _INSTALLED_SOURCE.search(message):
+        got = _by_rule(form, sglang_version, traceback, message)
+    elif got is None and form.kind == "import" and _INSTALLED_SOURCE.search(message):
         got = _older_than_read(index, form, sglang_version, traceback)
     if top == "sglang" and got is not None and not got.solutions:
-        return _no_sglang_has_it(got, traceback)
-    return got
+        got = _no_sglang_has_it(got, traceback)
+    if form.kind == "module" or (got is not None and got.solutions):
+        return got
+    return _unplaced(index, form, message, traceback, got)
+
+
+def _unplaced(index: Index | None, form: Form, message: str, traceback: str | None,
+              got: Answer | None) -> Answer:
+    """A name no version was computed for: what to check and do by the importer and the file
+    imported (`matcher.catalog.unplaced`), after what the index or pins said of it."""
+    from matcher.catalog import unplaced
+
+    assert form.module is not None
+    everywhere = None
+    if index is not None and form.name is not None:
+        order = list(index.versions)
+        has = index.name(form.module, form.name)
+        if index.distribution in LAZY:
+            has = filled(has)
+        if has == (1 << len(order)) - 1:
+            everywhere = ranges(order, order)
+    fallback = unplaced.answer(form.module, form.name, message, traceback, everywhere,
+                               index.distribution if index is not None else None)
+    if got is None:
+        return fallback
+    return Answer(got.documentation, fallback.solutions, got.installs)
 
 
 # `cannot import name 'X' from 'P.m' (/…/site-packages/P/m.py)`: the installed module's source
