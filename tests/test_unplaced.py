@@ -108,3 +108,13 @@ def test_the_distribution_of_an_import_name() -> None:
     assert unplaced.imported_file("… from 'x' (/a/site-packages/x/__init__.py)") == \
         "/a/site-packages/x/__init__.py"
     assert unplaced.imported_file("… from 'x' (unknown location)") is None
+
+
+def test_an_sglang_name_every_release_defines_is_another_copy_or_a_broken_install() -> None:
+    # no "older than its first release" for sglang itself: a copy or mixed files
+    got = unplaced.answer("sglang.srt.server_args", "ServerArgs", "", None, "0.1.3..0.5.23")
+    assert got.documentation.startswith("Every release of sglang read (0.1.3..0.5.23) defines")
+    look, reinstall = got.solutions
+    assert look.startswith("See which sglang is imported")
+    assert reinstall.startswith("Reinstall sglang whole")
+    assert not any("older than" in s for s in got.solutions)

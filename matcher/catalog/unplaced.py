@@ -151,6 +151,11 @@ def _sglang_itself(who: str | None, what: str) -> tuple[str, str]:
 def _everywhere(top: str, dist: str, what: str, releases: str, look: str,
                 name: str | None) -> Answer:
     first = releases.split("..", 1)[0]
+    if top == "sglang":  # every release has it: another copy, or a broken install
+        return Answer(
+            f"Every release of sglang read ({releases}) defines {what}: another copy of sglang "
+            "is imported (a checkout or a folder named `sglang`), or its files are of two "
+            "builds.", (look, _sglang_itself("sglang", what)[1]), ())
     doc = (f"Every release of {dist} read ({releases}) defines {what}: the installed {dist} is "
            f"older than {first}, another copy of {top} is imported, or the install lacks part "
            "of the package.")
