@@ -637,9 +637,10 @@ def _mismatch_shaped(error_class: str, message: str) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _mismatch_answer(message: str, sglang_version: str | None, traceback: str | None) -> Any:
-    from matcher.catalog import abi, mismatch, stated_install
+    from matcher.catalog import abi, mismatch, signature, stated_install
 
     if abi.computes(message):  # an undefined symbol, a package's own version check
         return abi.remedy(message, sglang_version)
     return (stated_install.answer(message)
-            or mismatch.remedy(message, sglang_version, traceback=traceback))
+            or mismatch.remedy(message, sglang_version, traceback=traceback)
+            or signature.remedy(message, sglang_version, traceback=traceback))

@@ -161,9 +161,19 @@ def test_an_unexpected_keyword_names_the_torch_that_takes_it(name: str, callee: 
 
 def test_a_cpu_build_is_not_called_a_version_mismatch() -> None:
     # torch 2.13.0+cpu: `torch.cuda.set_device(0)` (tests/fixtures/deps/torch-2.13.0/README):
-    # every torch declares _cuda_setDevice; a CPU build lacks it — no pin to give
+    # every torch declares _cuda_setDevice; a CPU build lacks it — no pin to give, but the
+    # CUDA build to install
     line = "AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"
-    assert mismatch.remedy(line, "0.5.21") is None
+    answer = mismatch.remedy(line, "0.5.21")
+    assert answer is not None and answer.installs == ()
+    assert answer.documentation.startswith("Every release of torch read (2.5.1..2.14.1) defines")
+    assert "CPU-only build" in answer.documentation
+    assert answer.solutions[0].startswith("If pip show torch gives a `+cpu` version, install "
+                                          "the CUDA build")
+    # a name that is no CUDA part: no word of CPU builds
+    other = mismatch.remedy("AttributeError: module 'torch.library' has no attribute "
+                            "'custom_op'", "0.5.21")
+    assert other is not None and not any("+cpu" in s for s in other.solutions)
 
 
 def test_a_scan_event_carries_the_pip_install() -> None:
@@ -334,10 +344,14 @@ def test_an_installed_module_lacking_a_name_every_release_read_has_is_older_than
     assert answer.solutions[0].startswith("Install the transformers that your sglang pins")
     pinned = mismatch.remedy(line, "0.5.6")
     assert pinned is not None and pinned.installs == ("transformers==4.57.1",)
-    # a compiled module (a CPU build lacks CUDA functions every release declares): nothing
-    assert mismatch.remedy("ImportError: cannot import name 'PILImageResampling' from "
-                           "'transformers.image_utils' (/x/site-packages/transformers/"
-                           "image_utils.cpython-312-x86_64-linux-gnu.so)", None) is None
+    # a compiled module (a CPU build lacks CUDA functions every release declares): not proved
+    # older — what to check, no version
+    compiled = mismatch.remedy("ImportError: cannot import name 'PILImageResampling' from "
+                               "'transformers.image_utils' (/x/site-packages/transformers/"
+                               "image_utils.cpython-312-x86_64-linux-gnu.so)", None)
+    assert compiled is not None and compiled.installs == ()
+    assert compiled.documentation.startswith("Every release of transformers read (4.48.3..5.25.0)")
+    assert "pip show transformers" in compiled.solutions[0]
 
 
 def test_the_importing_sglang_frame_tells_the_release_of_a_vllm_import() -> None:

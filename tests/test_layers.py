@@ -33,7 +33,9 @@ CATALOG_TOOLS = {"matcher.catalog"} | {
                                            "extract_helpers", "extract_records", "extract_stats",
                                            "extract_sources", "export", "stats", "remedy",
                                            "server_args", "argdump", "releases", "installed",
-                                           "area_remedies", "message_fix", "quant_remedies")}
+                                           "area_remedies", "client_remedies", "message_advice",
+                                           "message_fix",
+                                           "quant_remedies")}
 LAYERS = [("foundation", FOUNDATION), ("catalog data", CATALOG_DATA), ("engine", ENGINE),
           ("catalog tools", CATALOG_TOOLS)]  # anything else: application, on top
 

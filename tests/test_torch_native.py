@@ -142,3 +142,64 @@ def test_a_curated_record_speaks_for_a_failure_torch_also_words() -> None:
     record = next(r for r in engine.records if r.id == oom.pattern_id)
     assert record.layer == "curated"
     assert any("--mem-fraction-static" in s for s in oom.remediation["solutions"])
+
+
+# Lines of checks of the machine (`matcher.catalog.torch_check_remedies`), as users pasted them
+MACHINE = {
+    # https://github.com/kijai/ComfyUI-CogVideoXWrapper/issues/40 (train): an RTX 3090
+    "fp8": "RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute "
+           "capability >= 9.0 or 8.9, or ROCm MI300+",
+    # https://github.com/microsoft/MInference/issues/51 (train): a Tesla V100S (the words are
+    # flash-attn's there, which are torch's)
+    "flash": "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+    # https://github.com/bghira/SimpleTuner/issues/237 (train)
+    "nogpu": "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+}
+
+
+def test_fp8_matmul_below_sm89_says_to_check_the_gpu_and_serve_without_fp8(engine) -> None:  # type: ignore[no-untyped-def]
+    (event,) = scan(engine, MACHINE["fp8"] + "\n")
+    rem = event["remediation"]
+    assert "FP8 matrix multiplication needs a GPU of compute capability 8.9" in \
+        rem["documentation"]
+    [fix] = rem["solutions"]
+    assert fix.startswith("First see the GPU's compute capability: nvidia-smi --query-gpu="
+                          "name,compute_cap --format=csv")
+    assert "without an FP8 `--quantization`" in fix
+
+
+def test_flash_attention_on_an_older_or_newer_gpu_names_both(engine) -> None:  # type: ignore[no-untyped-def]
+    (event,) = scan(engine, MACHINE["flash"] + "\n")
+    [fix] = event["remediation"]["solutions"]
+    assert "Below 8.0, run on an Ampere or newer GPU" in fix
+    assert "10.0 or above" in fix
+
+
+def test_an_nccl_group_without_a_gpu_says_to_make_them_visible() -> None:
+    # torch 2.6 raises it as a ValueError, the paste's torch as a RuntimeError: the record's
+    # pattern and words, not a scan (which keeps to the record's class)
+    import regex
+
+    message = MACHINE["nogpu"].split(": ", 1)[1]
+    [record] = [r for r in _records() if regex.search(str(r["messagePattern"]), message)]
+    assert record["errorClass"] == "ValueError"
+    [fix] = record["solutions"]
+    assert str(fix).startswith("Make the GPUs visible to the server: nvidia-smi inside its "
+                               "container")
+
+
+def test_the_machine_rules_name_only_their_checks() -> None:
+    from matcher.catalog import torch_check_remedies as rules
+
+    ruled = [r for r in _records() if rules.remedy_for(r["errorMessage"]) is not None]
+    assert sorted(r["errorMessage"][:30] for r in ruled) == sorted([
+        "CUDA is not available", "FlashAttention only supports A", "ProcessGroupNCCL is only "
+        "suppo", "_convert_weight_to_int4pack_cu", "_weight_int4pack_mm_cuda is on",
+        "torch._scaled_mm is only suppo"])
+    # the CPU-only build's `CUDA is not available` (StorageSharing's `#else` of USE_CUDA) is no
+    # shared-memory failure: the area's words are replaced
+    cpu = next(r for r in ruled if r["errorMessage"] == "CUDA is not available")
+    assert not any("--shm-size" in s for s in cpu["solutions"])
+    # a written record is given the rule's words once
+    again = dict(cpu)
+    assert rules.apply(again) and again["documentation"] == cpu["documentation"]

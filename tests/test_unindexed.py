@@ -81,15 +81,19 @@ def test_a_frames_package(path: str, package: str) -> None:
     assert unindexed.frame_package(path) == package
 
 
-def test_another_projects_import_gets_no_rule() -> None:
+def test_another_projects_import_gets_its_own_requirements_not_a_pin() -> None:
     # https://github.com/huggingface/huggingface_hub/issues/2478 (train), as pasted: the user's
-    # own code asked huggingface_hub for a name; what it wants is that code's business
+    # own code asked huggingface_hub for a name; what it wants is in that code's requirements
     traceback = ('Traceback (most recent call last):\n  File "<stdin>", line 1, in <module>\n'
                  "ImportError: cannot import name 'ModelFilter' from 'huggingface_hub' "
                  r"(D:\Program Files\Python\Python310\lib\site-packages\huggingface_hub"
                  r"\__init__.py)")
     line = traceback.splitlines()[-1]
-    assert mismatch.remedy(line, "0.4.5.post1", traceback=traceback) is None
+    answer = mismatch.remedy(line, "0.4.5.post1", traceback=traceback)
+    assert answer is not None and answer.installs == ()
+    assert answer.documentation.startswith("Your code (a script or project")
+    assert answer.solutions[0].startswith("Install the huggingface-hub version your project's "
+                                          "requirements name")
 
 
 def test_the_pin_table_holds_every_releases_requirements() -> None:
@@ -162,9 +166,11 @@ def test_a_name_no_read_version_has_gets_the_unread_pin_of_the_running_releases(
     [solution] = several.solutions
     assert "sglang 0.4.4..0.4.4.post1: pip install 'sgl-kernel==0.0.5'" in solution
     assert "sglang 0.4.5.post2..0.4.6: pip install 'sgl-kernel==0.0.9.post2'" in solution
-    # no release named: nothing to pin
+    # no release named: nothing to pin, but whose requirement to read
     unknown = mismatch.remedy(line, None)
-    assert unknown is not None and unknown.solutions == ()
+    assert unknown is not None and unknown.installs == ()
+    assert unknown.documentation.startswith("No release of sgl-kernel read")
+    assert "m.requires('sglang') if 'sgl-kernel' in r" in unknown.solutions[0]
 
 
 def test_an_import_from_no_file_is_a_shadowing_folder_not_a_version() -> None:
@@ -195,8 +201,10 @@ def test_a_projects_import_of_an_sglang_name_no_release_has_points_at_its_pins()
     assert answer.documentation.startswith("No release of sglang read")
     [solution] = answer.solutions
     assert "install the sglang its project pins" in solution
-    # no frame shown: whose code asked is not known, nothing more is said
-    assert mismatch.remedy(line, None).solutions == ()
+    # no frame shown: whose code asked is not known — either's fix
+    unknown = mismatch.remedy(line, None)
+    assert unknown is not None and unknown.installs == ()
+    assert unknown.solutions[0].startswith("If sglang's own code imports it, reinstall sglang")
     assert unindexed.innermost(text) == "" and unindexed.innermost(None) is None
 
 
@@ -209,8 +217,11 @@ def test_transformers_lazy_import_wrapper_is_an_import_of_its_inner_message() ->
     assert mismatch.lazy_wrapped(message)
     assert mismatch.parse(message) == mismatch.Form(
         "import", "huggingface_hub", "split_torch_state_dict_into_shards")
-    # sglang requires huggingface-hub unbounded: no version to give
-    assert mismatch.remedy(message, None) is None
+    # sglang requires huggingface-hub unbounded: no version to give; no frame shows whose
+    # code imports it
+    unknown = mismatch.remedy(message, None)
+    assert unknown is not None and unknown.installs == ()
+    assert "another package's: pip check" in unknown.solutions[0]
     from matcher.pipeline import _mismatch_shaped
 
     assert _mismatch_shaped("RuntimeError", message)
@@ -243,4 +254,7 @@ def test_an_unpinned_module_is_no_companion_unless_sglang_or_an_install_shows_it
     assert answer is not None and "AITER_COMMIT" in answer.solutions[0]
     # the same name from a path outside site-packages, no frame: maybe a script's own module
     local = "ImportError: cannot import name 'ck_moe_2stages_win4' from 'aiter.fused_moe_bf16_asm'"
-    assert mismatch.remedy(local + " (/usr/local/aiter/aiter/fused_moe_bf16_asm.py)", None) is None
+    # (sglang's ROCm images install aiter in place from /sgl-workspace/aiter): no build named
+    answer = mismatch.remedy(local + " (/usr/local/aiter/aiter/fused_moe_bf16_asm.py)", None)
+    assert answer is not None and "AITER_COMMIT" not in " ".join(answer.solutions)
+    assert "outside site-packages: a source checkout of aiter" in answer.documentation

@@ -17,6 +17,11 @@ shipped beside the catalog (`patterns/sglang/generated/symbols/<dist>.txt.gz`, m
 release pins, hence `pip install 'P==v'` — or, for sglang's own API used by another project
 (`from sglang.utils import launch_server_cmd`), the sglang releases that have it.
 
+A method or a parameter only some releases have (`'C' object has no attribute 'y'`,
+`Q() missing 1 required positional argument: 'a'`, messages of curated records) is answered
+from the index's function lines by `matcher.catalog.signature`, which builds on this module
+(the pipeline asks it when `remedy` has no form for the message).
+
 A package with no index gets its fix by rule (`matcher.catalog.unindexed`, from every release's
 pins in `sglang-pins.tsv` and the traceback's frames); `from 'P' (unknown location)` is a folder
 shadowing P, not a version.
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,12 +77,18 @@ def lazy_wrapped(message: str) -> bool:
     return _LAZY_IMPORT.search(re.sub(r"^\s*[\w.]+:\s*", "", message)) is not None
 
 
+def stripped(message: str) -> str:
+    """The message without `Class: `, an `[address=…]` prefix or transformers' lazy
+    importer's line."""
+    text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
+    text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
+    return _LAZY_IMPORT.sub("", text)
+
+
 def parse(message: str) -> Form | None:
     """The form a message has (searched at its start, after `Class: ` if it is there, and
     after transformers' `Failed to import … because of the following error …:`)."""
-    text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
-    text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
-    text = _LAZY_IMPORT.sub("", text)
+    text = stripped(message)
     for kind, rx in _FORMS:
         m = rx.match(text)
         if m is not None:
@@ -230,8 +241,10 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     `sglang_version`: the release (or range) the log was written by, when known; else the
     releases whose importing module the traceback shows are taken."""
     form = parse(message)
-    if form is None:
-        return None
+    if form is None:  # a circle of imports; else a method or a parameter of another
+        # release, which `matcher.catalog.signature` answers
+        from matcher.catalog import unplaced
+        return unplaced.circular(message, traceback)
     if form.kind == "import" and _NAMESPACE.search(message):
         return _namespace(form)
     inferred = sglang_version is None
@@ -251,12 +264,36 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
         assert form.name is not None
         got = _symbol(index, form.module, form.name, sglang_version, directory)
     if index is None:
-        return _by_rule(form, sglang_version, traceback, message)
-    if got is None and form.kind == "import" and _INSTALLED_SOURCE.search(message):
+        got = _by_rule(form, sglang_version, traceback, message)
+    elif got is None and form.kind == "import" and _INSTALLED_SOURCE.search(message):
         got = _older_than_read(index, form, sglang_version, traceback)
     if top == "sglang" and got is not None and not got.solutions:
-        return _no_sglang_has_it(got, traceback)
-    return got
+        got = _no_sglang_has_it(got, traceback)
+    if form.kind == "module" or (got is not None and got.solutions):
+        return got
+    return _unplaced(index, form, message, traceback, got)
+
+
+def _unplaced(index: Index | None, form: Form, message: str, traceback: str | None,
+              got: Answer | None) -> Answer:
+    """A name no version was computed for: what to check and do by the importer and the file
+    imported (`matcher.catalog.unplaced`), after what the index or pins said of it."""
+    from matcher.catalog import unplaced
+
+    assert form.module is not None
+    everywhere = None
+    if index is not None and form.name is not None:
+        order = list(index.versions)
+        has = index.name(form.module, form.name)
+        if index.distribution in LAZY:
+            has = filled(has)
+        if has == (1 << len(order)) - 1:
+            everywhere = ranges(order, order)
+    fallback = unplaced.answer(form.module, form.name, message, traceback, everywhere,
+                               index.distribution if index is not None else None)
+    if got is None:
+        return fallback
+    return Answer(got.documentation, fallback.solutions, got.installs)
 
 
 # `cannot import name 'X' from 'P.m' (/…/site-packages/P/m.py)`: the installed module's source
@@ -659,21 +696,27 @@ def _pins_by_release(alias: str, found: Sequence[tuple[str, int, str, str]], sgl
                         + listed,), ())
 
 
-def _keyword(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
-    """`Q() got an unexpected keyword argument 'k'`: the releases whose Q takes k, in every
-    index that has a function Q with varying parameters."""
-    assert form.callee is not None and form.name is not None
+def all_indexes(directory: Path | None = None) -> Iterator[Index]:
+    """Every shipped index, by distribution name, read one at a time (not all held)."""
     directory = directory or index_dir()
     try:
         names = sorted(p.name.removesuffix(".txt.gz") for p in directory.glob("*.txt.gz"))
     except OSError:
-        return None
-    answers: list[Answer] = []
-    qual = form.callee
+        return
     for dist in names:
         index = _load(directory, dist)
-        if index is None:
-            continue
+        if index is not None:
+            yield index
+
+
+def _keyword(form: Form, sglang_version: str | None, directory: Path | None) -> Answer | None:
+    """`Q() got an unexpected keyword argument 'k'`: the releases whose Q takes k, in every
+    index that has a function Q with varying parameters."""
+    assert form.callee is not None and form.name is not None
+    answers: list[Answer] = []
+    qual = form.callee
+    for index in all_indexes(directory):
+        dist = index.distribution
         takes, lacks, where = index.keyword(qual, form.name)
         if not takes:
             continue

@@ -30,7 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from matcher.catalog import area_remedies, message_fix, quant_remedies
+from matcher.catalog import (area_remedies, client_remedies, message_advice, message_fix,
+                             quant_remedies)
 from matcher.catalog.schema import STATED_TAG
 from matcher.catalog.server_args import ArgSpec, ServerArgsTable, flags_of
 from matcher.catalog.wording import words
@@ -708,6 +709,8 @@ def remediate_all(records: Sequence[dict[str, Any]],
             message_fix.apply(record, table)  # a fix the message states, when no check gave one
             area_remedies.apply(record, table)  # else what its area's set-up says
             quant_remedies.apply(record, table)  # or what its quantization check compared
+            client_remedies.apply(record, table)  # or what a client helper's wait means
+            message_advice.apply(record, table)  # or the step the message itself states
         kinds["stated" if STATED_TAG in (record.get("tags") or []) else
               "flags" if record.get("fixActions") else
               "unevaluable" if (record.get("guard") or {}).get("reads") else "words"] += 1

@@ -19,7 +19,8 @@ text (`cpp_checks`, `sgl_kernel.usable`) gives a record per message template, me
 files that hold it. torch's Python shows the message as the exception's (`RuntimeError: <msg>`),
 so the pattern is anchored at the message's start, as sgl-kernel's are. Where a check is says
 what failed (an operator's arguments, the CUDA allocator, c10d, shared memory); only the shared-
-memory checks carry a way to fix that holds for all of them. A template a kernel package's
+memory checks carry a way to fix that holds for all of them, and the checks of the GPU or the
+torch build that `matcher.catalog.torch_check_remedies` names (FP8 matmul below sm89 …). A template a kernel package's
 records also hold (flashinfer reuses torch's words: `mat1 and mat2 shapes cannot be
 multiplied`) names those places in its documentation: a lone line cannot tell them apart.
 """
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matcher.catalog import torch_check_remedies
 from matcher.catalog.cpp_checks import CppCheck, Hole, Part, checks, plain_text
 from matcher.catalog.sgl_kernel import message_pattern, usable
 
@@ -189,6 +191,9 @@ def build_record(m: Merged, shared: Sequence[str]) -> dict[str, Any]:
     doc += ". " + area.what
     if shared:
         doc += " The same words are in " + "; ".join(shared) + "."
+    machine = torch_check_remedies.remedy_for(c.template)  # a check of the GPU or the build
+    if machine is not None:
+        doc += " " + machine.why
     return {
         "id": record_id(m.key),
         "repo": "pytorch/pytorch",
@@ -202,7 +207,7 @@ def build_record(m: Merged, shared: Sequence[str]) -> dict[str, Any]:
         "lineNumber": c.line,
         "githubUrl": f"https://github.com/pytorch/pytorch/blob/v{newest}/{c.path}#L{c.line}",
         "documentation": doc,
-        "solutions": list(area.solutions),
+        "solutions": list(machine.solutions if machine is not None else area.solutions),
         "tags": ["dependency", PACKAGE, "cpp", "generated", c.path.split("/")[0]],
         "sourcePackage": PACKAGE,
         "sourceVersions": sorted(m.versions),
