@@ -193,8 +193,8 @@ def test_the_machine_rules_name_only_their_checks() -> None:
 
     ruled = [r for r in _records() if rules.remedy_for(r["errorMessage"]) is not None]
     assert sorted(r["errorMessage"][:30] for r in ruled) == sorted([
-        "CUDA is not available", "FlashAttention only supports A", "ProcessGroupNCCL is only "
-        "suppo", "_convert_weight_to_int4pack_cu", "_weight_int4pack_mm_cuda is on",
+        "CUDA is not available", "FlashAttention only supports A", ("ProcessGroupNCCL is only "
+        "suppo"), "_convert_weight_to_int4pack_cu", "_weight_int4pack_mm_cuda is on",
         "torch._scaled_mm is only suppo"])
     # the CPU-only build's `CUDA is not available` (StorageSharing's `#else` of USE_CUDA) is no
     # shared-memory failure: the area's words are replaced

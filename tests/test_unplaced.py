@@ -75,10 +75,10 @@ def test_a_circle_in_a_file_outside_site_packages_is_a_checkout_or_a_shadowing_d
 
 def test_a_circle_with_no_file_shown_leaves_the_records_own_words() -> None:
     # https://github.com/lyogavin/airllm/issues/74 (train), as pasted; sglang #384 (train)
-    for line in ("ImportError: cannot import name 'AirLLMLlama2' from partially initialized "
-                 "module 'airllm' (most likely due to a circular import)",
-                 "ImportError: cannot import name 'function' from partially initialized module "
-                 "'sglang' (most likely due to a circular import)"):
+    for line in (("ImportError: cannot import name 'AirLLMLlama2' from partially initialized "
+                 "module 'airllm' (most likely due to a circular import)"),
+                 ("ImportError: cannot import name 'function' from partially initialized module "
+                 "'sglang' (most likely due to a circular import)")):
         assert mismatch.remedy(line, None) is None
     # a script named like the package, in the frames: that file is renamed
     frames = '  File "/home/user/sglang.py", line 1, in <module>\n'

@@ -19,6 +19,7 @@ The curated record `os-errno` captures the number as `os_errno`;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 CAPTURE = "os_errno"
 
@@ -162,7 +163,8 @@ def answer(number: str) -> tuple[str, str | None] | None:
     return f"errno {found.number} is {found.name} ({found.text}).", found.what_to_do
 
 
-def remediation(captures: dict[str, str], remediation: dict | None) -> dict | None:
+def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
+                ) -> dict[str, Any] | None:
     """`remediation` with what the captured errno means ahead of it; None when the event
     captured no errno of the vocabulary."""
     number = captures.get(CAPTURE)

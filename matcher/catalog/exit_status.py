@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 CAPTURES = ("exit_code", "exitcode", "returncode", "return_code")
 
@@ -136,7 +137,8 @@ def status_in(captures: dict[str, str]) -> str | None:
     return None
 
 
-def remediation(captures: dict[str, str], remediation: dict | None) -> dict | None:
+def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
+                ) -> dict[str, Any] | None:
     """`remediation` with what the captured exit status says ahead of its solutions; None when
     the event captured no status a signal ended."""
     status = status_in(captures)

@@ -388,8 +388,8 @@ SHAPES: tuple[Shape, ...] = (
           # the thread's id after its name (sglang-router 0.3.2 run here,
           # tests/fixtures/router-runs/0.3.2/prometheus-port-in-use.log)
           ("thread 'main' panicked at src/machine/system_calls.rs:4033:26:",
-           "thread '<unnamed>' (3957) panicked at /home/runner/work/sglang/sglang/src/"
-           "observability/metrics.rs:360:10:")),
+           ("thread '<unnamed>' (3957) panicked at /home/runner/work/sglang/sglang/src/"
+           "observability/metrics.rs:360:10:"))),
     Shape("rust panic old", "rust-thread-panicked-message-first",
           r"thread '(?P<thread>[^'\n]*)' panicked at '(?P<message>.*)', (?P<file>[^\s:]+):"
           r"(?P<line>\d+)(?::(?P<column>\d+))?", "rust",

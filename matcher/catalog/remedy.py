@@ -30,8 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from matcher.catalog import (area_remedies, client_remedies, message_advice, message_fix,
-                             quant_remedies)
+from matcher.catalog import (
+    area_remedies,
+    client_remedies,
+    message_advice,
+    message_fix,
+    quant_remedies,
+)
 from matcher.catalog.schema import STATED_TAG
 from matcher.catalog.server_args import ArgSpec, ServerArgsTable, flags_of
 from matcher.catalog.wording import words

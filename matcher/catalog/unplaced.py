@@ -83,10 +83,10 @@ def _local_copy(top: str, dist: str, what: str, where: str) -> Answer:
         f"{what} is missing from {where}, outside site-packages: a source checkout of {dist} "
         f"(an editable install) at another version than the importing code wants, or a `{top}` "
         "in the working directory or on PYTHONPATH imported ahead of the installed package.",
-        (f"pip show {dist} gives the installed location: if it is not that directory, run from "
+        ((f"pip show {dist} gives the installed location: if it is not that directory, run from "
          f"another directory or rename the `{top}` there; if it is (an editable install), check "
          f"out the {dist} version the importing code requires and reinstall it (pip install -e "
-         "<checkout>)",),
+         "<checkout>)"),),
         ())
 
 
@@ -96,29 +96,29 @@ def _by_importer(who: str | None, top: str, dist: str, what: str) -> tuple[str, 
     if top == "sglang":
         return _sglang_itself(who, what)
     if who == "sglang":
-        return (f"sglang's code uses {what}, which the installed {dist} lacks: it is not a "
-                f"version of {dist} this sglang was written for.",
-                f"Install the {dist} your sglang requires: {requires('sglang', dist)} prints the "
+        return ((f"sglang's code uses {what}, which the installed {dist} lacks: it is not a "
+                f"version of {dist} this sglang was written for."),
+                (f"Install the {dist} your sglang requires: {requires('sglang', dist)} prints the "
                 f"requirement, pip check says whether the installed {dist} meets it; then pip "
                 f"install '{dist}<that requirement>' (or the {dist} of the lmsysorg/sglang image "
-                "of your release)")
+                "of your release)"))
     if who:
-        return (f"{who}'s code uses {what}, which the installed {dist} lacks: the installed "
-                f"{who} and {dist} are releases not made for each other.",
-                f"Install the {dist} that the installed {who} requires: pip check names it when "
+        return ((f"{who}'s code uses {what}, which the installed {dist} lacks: the installed "
+                f"{who} and {dist} are releases not made for each other."),
+                (f"Install the {dist} that the installed {who} requires: pip check names it when "
                 f"the installed {dist} is outside that requirement ({requires_of(who, dist)} "
                 f"prints it); then pip install '{dist}<that requirement>', or install the "
-                f"release of {who}'s distribution written for the {dist} you have")
+                f"release of {who}'s distribution written for the {dist} you have"))
     if who == "":
-        return (f"Your code (a script or project, not an installed package) uses {what}, which "
-                f"the installed {dist} lacks: it was written for another version of {dist}.",
-                f"Install the {dist} version your project's requirements name: pip install "
-                f"'{dist}==<that version>' (pip show {dist} gives the installed one)")
-    return (f"The installed {dist} lacks {what}: the code importing it (not shown) was written "
-            f"for another version of {dist}.",
-            f"Install the {dist} that the importing code requires — sglang's: "
+        return ((f"Your code (a script or project, not an installed package) uses {what}, which "
+                f"the installed {dist} lacks: it was written for another version of {dist}."),
+                (f"Install the {dist} version your project's requirements name: pip install "
+                f"'{dist}==<that version>' (pip show {dist} gives the installed one)"))
+    return ((f"The installed {dist} lacks {what}: the code importing it (not shown) was written "
+            f"for another version of {dist}."),
+            (f"Install the {dist} that the importing code requires — sglang's: "
             f"{requires('sglang', dist)} prints it; another package's: pip check names it when "
-            f"the installed {dist} is outside it — then pip install '{dist}<that requirement>'")
+            f"the installed {dist} is outside it — then pip install '{dist}<that requirement>'"))
 
 
 def _sglang_itself(who: str | None, what: str) -> tuple[str, str]:
@@ -126,26 +126,26 @@ def _sglang_itself(who: str | None, what: str) -> tuple[str, str]:
                  "show sglang), or for a source checkout pip install -e 'python' from its root, "
                  "after pip uninstall sglang")
     if who == "sglang":
-        return (f"sglang's module lacks {what}, which sglang's own code imports: its files are "
+        return ((f"sglang's module lacks {what}, which sglang's own code imports: its files are "
                 "of two builds (a source checkout over an installed wheel, an upgrade that did "
-                "not finish).",
+                "not finish)."),
                 f"Reinstall sglang whole: {reinstall}")
     if who is None:
-        return (f"sglang's module lacks {what}: the code importing it (not shown) was written "
-                "for another sglang, or sglang's files are of two builds.",
-                f"If sglang's own code imports it, reinstall sglang whole: {reinstall}; if "
-                "another project's does, install the sglang release that project requires")
+        return ((f"sglang's module lacks {what}: the code importing it (not shown) was written "
+                "for another sglang, or sglang's files are of two builds."),
+                (f"If sglang's own code imports it, reinstall sglang whole: {reinstall}; if "
+                "another project's does, install the sglang release that project requires"))
     if who == "":
-        return (f"Your code uses {what}, which the installed sglang lacks: it was written for "
-                "another sglang release.",
-                "Install the sglang release your project was written for (its requirements or "
+        return ((f"Your code uses {what}, which the installed sglang lacks: it was written for "
+                "another sglang release."),
+                ("Install the sglang release your project was written for (its requirements or "
                 "install script): pip install 'sglang==<that version>' (pip show sglang gives "
-                "the installed one)")
-    return (f"{who}'s code uses {what}, which the installed sglang lacks: the installed {who} "
-            "was written for another sglang release.",
-            f"Install the sglang that the installed {who} requires: pip check names it when the "
+                "the installed one)"))
+    return ((f"{who}'s code uses {what}, which the installed sglang lacks: the installed {who} "
+            "was written for another sglang release."),
+            (f"Install the sglang that the installed {who} requires: pip check names it when the "
             f"installed sglang is outside that requirement ({requires(who, 'sglang')} prints "
-            f"it), or install the {who} release written for the sglang you run")
+            f"it), or install the {who} release written for the sglang you run"))
 
 
 def _everywhere(top: str, dist: str, what: str, releases: str, look: str,
@@ -199,25 +199,25 @@ def circular(message: str, traceback: str | None) -> Answer | None:
         return Answer(
             f"`{module}` is {where}: a file named like the package, imported instead of the "
             f"installed {dist}, imports itself.",
-            (f"Rename {where} (and delete the __pycache__ beside it), then python -c 'import "
-             f"{top}; print({top}.__file__)' must print a file under site-packages",), ())
+            ((f"Rename {where} (and delete the __pycache__ beside it), then python -c 'import "
+             f"{top}; print({top}.__file__)' must print a file under site-packages"),), ())
     if not _INSTALLED.search(where):
         return Answer(
             f"`{module}` is {where}, outside site-packages: a directory named `{top}` (a "
             f"checkout run from its root) imported ahead of the installed {dist}, or an "
             "editable install whose modules import each other in a circle.",
-            (f"pip show {dist} gives the installed location: if it is not the directory above, "
+            ((f"pip show {dist} gives the installed location: if it is not the directory above, "
              f"run from another directory or rename that `{top}` directory; if it is (an "
              f"editable install), update the checkout and reinstall it (pip install -e), or "
-             f"install a released {dist}",), ())
+             f"install a released {dist}"),), ())
     return Answer(
         f"`{module}` is the installed {dist}'s own module ({where}): its modules import each "
         f"other in a circle when `{module}` is imported first — a bug of that release, or files "
         f"of two {dist} releases mixed. No file of yours shadows it.",
-        (f"Reinstall {dist} whole: pip install --force-reinstall --no-deps '{dist}==<the version "
+        ((f"Reinstall {dist} whole: pip install --force-reinstall --no-deps '{dist}==<the version "
          f"you run>' (pip show {dist}); if it persists it is that release's bug: install a later "
          f"{dist} (pip install -U {dist}), and report it to {dist}'s issues with the traceback "
-         "if that has it too",), ())
+         "if that has it too"),), ())
 
 
 def _frame_of(module: str, traceback: str | None) -> str | None:
