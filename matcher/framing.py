@@ -53,9 +53,10 @@ _CHAIN = (
 _EXCEPTION_LINE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?::(?: (?P<msg>.*))?)?$", re.DOTALL)
 _CLASS_LIKE = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Warning|Fault|ExceptionGroup)$"
-    # a class of a package's errors module, whatever its name: triton's `OutOfResources`,
-    # dynamo's `Unsupported`
-    r"|^(?:[A-Za-z_]\w*\.)+(?:errors?|exceptions?|exc|_exceptions)\.[A-Z]\w*$"
+    # a class of a package's errors module, whatever its name: triton's `OutOfResources`
+    # (torch's `_dynamo.exc`/`_inductor.exc` classes stay text: records name them in their
+    # patterns, `BackendCompilerFailed: backend='inductor' raised:`)
+    r"|^(?:[A-Za-z_]\w*\.)+(?:errors?|exceptions?|_exceptions)\.[A-Z]\w*$"
     r"|^(?:StopIteration|StopAsyncIteration)$"
 )
 # Inside an exception group, traceback lines are drawn behind `|` bars, between separators
