@@ -108,8 +108,10 @@ def _made(e: Event, record: CatalogRecord | None, remedy: Remedy | None,
 
 def _first(words: str, base: dict[str, Any]) -> dict[str, Any]:
     """`base` with `words` as its first solution; its steps (`fix_actions`, which follow the
-    record's own first solution) are left out, as they are for a different way out."""
-    out = {k: v for k, v in base.items() if k not in ("fix_actions", "example_fix")}
+    record's own first solution) are left out, and its example, as they are for a different
+    way out."""
+    out = {k: v for k, v in base.items() if k != "fix_actions"}
+    out["example_fix"] = None  # the record's example shows its own first solution
     out["solutions"] = [words, *(s for s in base.get("solutions") or () if s != words)]
     return out
 

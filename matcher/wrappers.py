@@ -7,8 +7,7 @@ front, `kubectl logs --prefix` puts `[pod/name/container]`, docker compose `name
 collectors `Jan  2 03:04:05 host prog[pid]: `, Ray `(Actor pid=123) `, `srun --label` the task
 number, c10's own log lines `[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] `, cloud log
 exports a level and a time (`ERROR 2025-04-07T19:13:52.31Z `), FastChat's logger
-`2024-08-27 12:54:55 | ERROR | stderr | `, vLLM's (which sglang up to 0.3 imported)
-`ERROR 05-14 08:32:12 [core.py:396] ` or `INFO 07-25 10:00:00 weight_utils.py:12] `, Python's logging `2025-06-30 06:18:36,801
+`2024-08-27 12:54:55 | ERROR | stderr | `, Python's logging `2025-06-30 06:18:36,801
 xinference.core.worker 113 ERROR    `, and people paste logs into issues behind `> ` or inside
 backticks — often two or three of these at once. Behind any chain of them, a traceback is a
 traceback and an exception line an exception line. xoscar (xinference) also puts the actor's
@@ -37,8 +36,6 @@ _WRAPPER = re.compile(
     | \d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d[ ]\|[ ][A-Z]+[ ]\|[ ][\w.-]+[ ]\|[ ]?         # FastChat
     | \d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}[ ][\w.-]+[ ]\d+[ ]
       (?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]+                # logging: time name pid level
-    | (?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]\d\d-\d\d[ ]\d\d:\d\d:\d\d(?:\.\d+)?[ ]
-      \[?[\w.-]+:\d+\][ ]?                                    # vLLM's logger (old sglang's too)
     | \[address=[^\]\s,]+,[ ]pid=\d+\][ ]?                       # xoscar's actor
     | \[rank(?P<rank>\d+)\]:[ ]?                               # torch.distributed / torchrun
     | \[pod/[^\]\s]+\][ ]?                                     # kubectl logs --prefix

