@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from matcher.catalog import status_table
-from matcher.catalog.router import message_pattern
+from matcher.catalog.router import MIN_LITERAL_RUN, longest_literal, message_pattern
 from matcher.catalog.rust_source import Hole, RustSite, sites
 from matcher.catalog.versions import version_key
 
@@ -56,7 +56,6 @@ RELEASES: dict[str, tuple[str, ...]] = {
 # The module a traceback shows a crate's own exception class under.
 CUSTOM_CLASS_MODULE = {"SafetensorError": "safetensors_rust"}
 
-MIN_LITERAL = 12  # a message needs this many literal characters in one run to be its own
 
 _NEW_ERR = re.compile(r"(?:exceptions::)?(\w+)::new_err")
 # A format string read as a bare literal (its arguments not found): `{e}` shows as `{{e}}`.
@@ -227,8 +226,8 @@ def parts_of(template: str) -> tuple[str | Hole, ...]:
 
 
 def _usable(parts: Sequence[str | Hole]) -> bool:
-    literal = [p.strip() for p in parts if isinstance(p, str)]
-    return max(map(len, literal), default=0) >= MIN_LITERAL and " " in " ".join(literal).strip()
+    literal = " ".join(p.strip() for p in parts if isinstance(p, str)).strip()
+    return longest_literal(parts) >= MIN_LITERAL_RUN and " " in literal
 
 
 def _range(versions: Iterable[str]) -> str:
