@@ -14,7 +14,7 @@ import io
 import pickle
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import regex
@@ -88,6 +88,9 @@ class CompiledForm:
     literal_always: list[int]
     always: list[int]
     heads: list[str | None]
+    # Literals one of which every match holds, for patterns with no single required literal
+    # (an alternation: one per branch; `literal_cover`): they take the literal prefilter too.
+    covers: dict[int, list[str]] = field(default_factory=dict)
     hs_db: Any = None
     chunk: ChunkPrefilter | None = None
     literal_db: Any = None
@@ -105,27 +108,46 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
         patterns.append(compile_pattern(r))
         if progress is not None and n % 500 == 0:
             progress(n, total)
+    covers = {i: list(cover) for i, p in enumerate(patterns)
+              if p.literal is None and (cover := _case_sensitive_cover(p)) is not None}
     literal_always = [i for i, p in enumerate(patterns)
-                      if p.literal is None or p.compiled.flags & regex.IGNORECASE]
+                      if (p.literal is None and i not in covers)
+                      or p.compiled.flags & regex.IGNORECASE]
     heads = [None if _INLINE_CASELESS.search(p.record.message_pattern)
              else cut_head(p.record.message_pattern) for p in patterns]
     form = CompiledForm([p.literal for p in patterns],
                         [[p.capture_names[i] for i in sorted(p.capture_names)] for p in patterns],
-                        literal_always, [], heads, regexes=[freeze(p.compiled) for p in patterns])
+                        literal_always, [], heads, covers,
+                        regexes=[freeze(p.compiled) for p in patterns])
     if use_hyperscan and hs is not None and patterns:
         form.hs_db, always = _build_hyperscan(patterns)
         form.always = list(always)
         form.chunk = build_chunk_prefilter([p.record.message_pattern for p in patterns],
                                             heads=heads)
-        skip = set(literal_always)
-        form.literal_db = _build_literal_db(literal_table(
-            (i, p.literal) for i, p in enumerate(patterns) if p.literal is not None
-            and i not in skip))
+        form.literal_db = _build_literal_db(literal_table(literal_pairs(form)))
         form.head_db = _build_literal_db(literal_table((i, h) for i, h in enumerate(heads) if h))
     if progress is not None:
         progress(total, total)
     return form
 
+
+
+def literal_pairs(form: CompiledForm) -> list[tuple[int, str]]:
+    """(pattern index, literal) for every literal the literal prefilter looks for, in the order
+    its database is built: each pattern's required literal, then the covers' literals."""
+    skip = set(form.literal_always)
+    pairs = [(i, lit) for i, lit in enumerate(form.literal) if lit is not None and i not in skip]
+    pairs += [(i, lit) for i, cover in sorted(form.covers.items()) for lit in cover]
+    return pairs
+
+
+def _case_sensitive_cover(p: CompiledPattern) -> tuple[str, ...] | None:
+    """`literal_cover` of a pattern matched with case, or None (a caseless one stays always
+    confirmed)."""
+    if p.compiled.flags & regex.IGNORECASE or _INLINE_CASELESS.search(p.record.message_pattern):
+        return None
+    cover = literal_cover(p.record.message_pattern, MIN_PREFILTER_LITERAL)
+    return cover if cover and all(len(lit) >= MIN_PREFILTER_LITERAL for lit in cover) else None
 
 
 def literal_table(pairs: Iterable[tuple[int, str]]) -> tuple[tuple[int, bytes], ...]:

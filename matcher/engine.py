@@ -41,6 +41,7 @@ from matcher.compile import (
     compile_form,
     compile_pattern,
     hs,
+    literal_pairs,
     literal_table,
 )
 from matcher.frames import frames_by_exception, identifying, message_sites
@@ -409,11 +410,8 @@ class Engine:
         self._always = (*self._always, *(base + i for i in form.always))
         self._literal_always = self._literal_always | {base + i for i in form.literal_always}
         self._heads = (*self._heads, *form.heads)
-        skip = frozenset(form.literal_always)
-        literals = _Literals.of(form.literal_db, base, form.literal, [
-            i for i, literal in enumerate(form.literal) if literal is not None and i not in skip])
-        heads = _Literals.of(form.head_db, base, form.heads,
-                             [i for i, h in enumerate(form.heads) if h])
+        literals = _Literals.of(form.literal_db, base, literal_pairs(form))
+        heads = _Literals.of(form.head_db, base, [(i, h) for i, h in enumerate(form.heads) if h])
         self._parts.append(_Part(base, form.hs_db, literals, heads))
         return base
 
@@ -620,26 +618,23 @@ class Engine:
 class _Literals:
     """Literals of a part's patterns, and which pattern each is (an index among the engine's):
     found in one scan of `db` (`_build_literal_db` of the same literals in the same order: a
-    hit's id is its position), or — without Hyperscan — by testing each of `table` in turn."""
+    hit's id is its position), or — without Hyperscan — by testing each of `table` in turn.
+    A pattern may have several literals (a cover: one per branch of an alternation)."""
 
     db: Any
-    ids: tuple[int, ...]
-    texts: Sequence[str | None]  # the part's literals (by index in the part)
-    base: int  # the part's first index
+    ids: tuple[int, ...]  # by position in the database: the pattern
+    texts: Sequence[str]  # by position in the database: the literal
     table: tuple[tuple[int, bytes], ...] = ()  # only without `db`: only then are bytes read
 
     @classmethod
-    def of(cls, db: Any, base: int, texts: Sequence[str | None], kept: Sequence[int]
-           ) -> _Literals:
-        """`texts` of a part's patterns, those at `kept` (indexes in the part) searched, in
-        the order `db` was built from."""
-        found = cls(db, tuple(base + i for i in kept) if base else tuple(kept), texts, base)
+    def of(cls, db: Any, base: int, pairs: Sequence[tuple[int, str]]) -> _Literals:
+        """`pairs` (index in the part, literal) in the order `db` was built from."""
+        found = cls(db, tuple(base + i for i, _ in pairs), tuple(lit for _, lit in pairs))
         return found if db is not None else found.one_by_one()
 
     def one_by_one(self) -> _Literals:
         """The same literals, tested one by one: what a scan of `db` must agree with."""
-        return _Literals(None, self.ids, self.texts, self.base, literal_table(
-            (i, self.texts[i - self.base] or "") for i in self.ids))
+        return _Literals(None, self.ids, self.texts, literal_table(zip(self.ids, self.texts)))
 
     def __bool__(self) -> bool:
         return bool(self.ids)

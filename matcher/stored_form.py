@@ -30,7 +30,7 @@ from matcher.catalog.schema import CatalogRecord
 from matcher.compile import HS_FLAGS, CompiledForm, hs
 from matcher.prefilter import ChunkPrefilter
 
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 MAGIC = b"sglang-matcher engine\n"
 KEEP_ENTRIES = 8
 # The modules whose code the compiled form depends on (the cache key hashes them).
@@ -182,6 +182,7 @@ def encode_form(key: str, form: CompiledForm) -> bytes:
         "literal": form.literal,
         "names": form.names,
         "literal_always": sorted(form.literal_always),
+        "covers": sorted(form.covers.items()),
         "always": list(form.always),
         "hyperscan": form.hs_db is not None,
         "chunk_at": chunk_at,
@@ -229,7 +230,8 @@ def decode_form(path: Path, key: str | None, n: int, *, verify: bool = True) -> 
         split, literal_at, head_at = head["chunk_at"], head["literal_at"], head["head_at"]
         regex_at = head["regex_at"]
         form = CompiledForm(head["literal"], head["names"], head["literal_always"],
-                            head["always"], head["heads"])
+                            head["always"], head["heads"],
+                            dict(head["covers"]))
         if head["hyperscan"]:
             form.hs_db = _load_db(section(0, split))
         if split < literal_at:
