@@ -172,6 +172,57 @@ def test_later_layer_overrides_by_id_and_by_template():
     ]
 
 
+# Values a template's hole takes in real lines, tried in turn (`{len(x)}` a number, `{names}` a
+# list or set, `{module}` a dotted name …): a line the replaced record matches with some filling.
+_FILLINGS = ("3", "0.5", "x", "True", "['x']", "{'x'}", "[1, 2]", "sglang.srt.models.llama")
+
+
+def test_a_curated_record_that_takes_a_template_matches_the_lines_it_takes():
+    """A curated record takes the message template of the generated records that share it
+    (`merge_layers`): they are not loaded. Where its pattern is narrower than theirs, the lines
+    in between became unknown: the curated `sgl_kernel` record's `{library}: undefined symbol`
+    hid the general record of every other extension, and the scheduler's watchdog record hid
+    every other process's watchdog timeout. Each generated record given way is filled in, hole
+    by hole, with values as lines have them: where it matches such a line, the records that took
+    its template must match it too."""
+    import regex
+
+    import matcher.catalog as catalog_module
+    from matcher.catalog.layers import _shape
+
+    loaded: list = []
+    real_merge = catalog_module.merge_layers
+
+    def keep(records):
+        loaded.extend(records)
+        return real_merge(records)
+
+    catalog_module.merge_layers = keep
+    try:
+        merged = catalog_module.load_catalog(precompiled=False)
+    finally:
+        catalog_module.merge_layers = real_merge
+    kept = {id(r) for r in merged.records}
+    takers: dict[str, list] = {}
+    for r in merged.records:
+        if r.error_message and r.layer != "generated":
+            takers.setdefault(_shape(r.error_message), []).append(r)
+    narrowed, checked = [], 0
+    for r in loaded:
+        if id(r) in kept or r.layer != "generated" or not r.error_message:
+            continue
+        winners = takers.get(_shape(r.error_message), [])
+        lines = [line for filling in _FILLINGS
+                 if regex.search(r.message_pattern, line := regex.sub(
+                     r"\{[^{}]*\}", lambda _, f=filling: f, r.error_message))]
+        if lines:
+            checked += 1
+            if not any(regex.search(w.message_pattern, line) for w in winners for line in lines):
+                narrowed.append((r.id, [w.id for w in winners], lines[0]))
+    assert checked > 100
+    assert narrowed == []
+
+
 def test_builtin_catalog_loads_clean():
     catalog = load_catalog()
     assert catalog.issues == ()
