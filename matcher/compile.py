@@ -124,7 +124,7 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
         form.always = list(always)
         form.chunk = build_chunk_prefilter([p.record.message_pattern for p in patterns],
                                             heads=heads)
-        form.literal_db = _build_literal_db(literal_table(literal_pairs(form)))
+        form.literal_db = _build_literal_db(literal_table(zip(*literal_columns(form))))
         form.head_db = _build_literal_db(literal_table((i, h) for i, h in enumerate(heads) if h))
     if progress is not None:
         progress(total, total)
@@ -132,13 +132,17 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
 
 
 
-def literal_pairs(form: CompiledForm) -> list[tuple[int, str]]:
-    """(pattern index, literal) for every literal the literal prefilter looks for, in the order
-    its database is built: each pattern's required literal, then the covers' literals."""
+def literal_columns(form: CompiledForm) -> tuple[list[int], list[str]]:
+    """Every literal the literal prefilter looks for, and whose pattern (its index) each is, in
+    the order its database is built: each pattern's required literal, then the covers'
+    literals. Two columns, not pairs: a start makes them for 35,000 literals."""
     skip = set(form.literal_always)
-    pairs = [(i, lit) for i, lit in enumerate(form.literal) if lit is not None and i not in skip]
-    pairs += [(i, lit) for i, cover in sorted(form.covers.items()) for lit in cover]
-    return pairs
+    ids = [i for i, lit in enumerate(form.literal) if lit is not None and i not in skip]
+    texts: list[str] = [form.literal[i] for i in ids]  # type: ignore[misc]
+    for i, cover in sorted(form.covers.items()):
+        ids += [i] * len(cover)
+        texts += cover
+    return ids, texts
 
 
 def _case_sensitive_cover(p: CompiledPattern) -> tuple[str, ...] | None:

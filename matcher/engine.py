@@ -41,7 +41,7 @@ from matcher.compile import (
     compile_form,
     compile_pattern,
     hs,
-    literal_pairs,
+    literal_columns,
     literal_table,
 )
 from matcher.frames import frames_by_exception, identifying, message_sites
@@ -410,8 +410,9 @@ class Engine:
         self._always = (*self._always, *(base + i for i in form.always))
         self._literal_always = self._literal_always | {base + i for i in form.literal_always}
         self._heads = (*self._heads, *form.heads)
-        literals = _Literals.of(form.literal_db, base, literal_pairs(form))
-        heads = _Literals.of(form.head_db, base, [(i, h) for i, h in enumerate(form.heads) if h])
+        literals = _Literals.of(form.literal_db, base, *literal_columns(form))
+        heads = _Literals.of(form.head_db, base, [i for i, h in enumerate(form.heads) if h],
+                             [h for h in form.heads if h])
         self._parts.append(_Part(base, form.hs_db, literals, heads))
         return base
 
@@ -633,9 +634,10 @@ class _Literals:
     table: tuple[tuple[int, bytes], ...] = ()  # only without `db`: only then are bytes read
 
     @classmethod
-    def of(cls, db: Any, base: int, pairs: Sequence[tuple[int, str]]) -> _Literals:
-        """`pairs` (index in the part, literal) in the order `db` was built from."""
-        found = cls(db, tuple(base + i for i, _ in pairs), tuple(lit for _, lit in pairs))
+    def of(cls, db: Any, base: int, ids: Sequence[int], texts: Sequence[str]) -> _Literals:
+        """`texts` and their patterns' `ids` (indexes in the part), in the order `db` was built
+        from."""
+        found = cls(db, tuple(base + i for i in ids) if base else tuple(ids), tuple(texts))
         return found if db is not None else found.one_by_one()
 
     def one_by_one(self) -> _Literals:
