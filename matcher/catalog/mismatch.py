@@ -253,7 +253,10 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     if form.kind == "name":
         return _name(form, sglang_version, directory, inferred=inferred)
     if form.kind == "keyword":
-        return _keyword(form, sglang_version, directory)
+        from matcher.catalog import removed_keywords  # a keyword a later release removed
+        assert form.callee is not None and form.name is not None
+        return (removed_keywords.answer(form.callee, form.name, traceback)
+                or _keyword(form, sglang_version, directory))
     assert form.module is not None
     top = form.module.split(".", 1)[0]
     index = index_for(top, directory)
