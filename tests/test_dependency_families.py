@@ -154,3 +154,31 @@ def test_an_eoferror_after_a_failure_joins_it(engine: Engine) -> None:
     assert cause["slug"] == "transformers-backend-model-class-not-found"
     assert cause["consequences"] == [
         "Received sigquit from a child process. It usually means the child failed.", ""]
+
+
+# https://github.com/mit-han-lab/smoothquant/issues/50 (train), as pasted
+TORCH_CIRCLE = """\
+Traceback (most recent call last):
+  File "./generate_act_scales.py", line 7, in <module>
+    import torch
+  File "/opt/conda/envs/smoothquant/lib/python3.8/site-packages/torch/__init__.py", line 778, in <module>
+    _C._initExtension(manager_path())
+AttributeError: partially initialized module 'torch' has no attribute 'UntypedStorage' (most likely due to a circular import)
+"""
+
+
+def test_a_half_imported_installed_package_is_reinstalled_whole(engine: Engine) -> None:
+    [event] = events(engine, TORCH_CIRCLE)
+    assert event["slug"] == "dependency-version-mismatch-circular-attribute"
+    assert event["remediation"]["solutions"][0].startswith(
+        "Reinstall torch whole: pip install --force-reinstall --no-deps 'torch==")
+
+
+def test_a_file_named_like_the_package_is_renamed() -> None:
+    from matcher.catalog import unplaced
+
+    # CPython 3.12's wording names the module's file (Objects/moduleobject.c)
+    found = unplaced.circular(
+        "partially initialized module 'torch' from '/home/me/proj/torch.py' has no attribute "
+        "'cuda' (most likely due to a circular import)", None)
+    assert found is not None and found.solutions[0].startswith("Rename /home/me/proj/torch.py")
