@@ -182,3 +182,31 @@ def test_a_file_named_like_the_package_is_renamed() -> None:
         "partially initialized module 'torch' from '/home/me/proj/torch.py' has no attribute "
         "'cuda' (most likely due to a circular import)", None)
     assert found is not None and found.solutions[0].startswith("Rename /home/me/proj/torch.py")
+
+
+# https://github.com/langchain-ai/executive-ai-assistant/issues/30 (train), as pasted
+PIP_CONFLICTS = """\
+ERROR: pip's dependency resolver does not currently take into account all the packages that are installed. This behaviour is the source of the following dependency conflicts.
+langgraph-api 0.2.56 requires langchain-core>=0.3.64, but you have langchain-core 0.3.63 which is incompatible.
+langgraph-api 0.2.56 requires langgraph>=0.3.27, but you have langgraph 0.2.76 which is incompatible.
+langgraph-api 0.2.56 requires langsmith>=0.3.45, but you have langsmith 0.2.11 which is incompatible.
+"""
+
+
+def test_each_requirement_pip_reports_unmet_gets_its_install(engine: Engine) -> None:
+    found = events(engine, PIP_CONFLICTS)
+    assert [e["slug"] for e in found] == ["pip-installed-requirement-not-met"] * 3
+    assert [e["remediation"]["fix_actions"][0] for e in found] == [
+        [{"op": "install", "value": "langchain-core>=0.3.64"}],
+        [{"op": "install", "value": "langgraph>=0.3.27"}],
+        [{"op": "install", "value": "langsmith>=0.3.45"}]]
+    assert found[0]["remediation"]["solutions"][1].startswith("Or keep langchain-core 0.3.63")
+
+
+def test_pips_older_wording_is_read_too() -> None:
+    from matcher.catalog import pip_conflicts
+
+    # https://github.com/pypa/pip/issues/5137 (train): pip 10's wording
+    old = pip_conflicts.answer("botocore 1.9.21 has requirement python-dateutil<2.7.0,>=2.1, but "
+                               "you'll have python-dateutil 2.7.2 which is incompatible.")
+    assert old is not None and old.installs == ("python-dateutil<2.7.0,>=2.1",)
