@@ -253,7 +253,10 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
     if form.kind == "name":
         return _name(form, sglang_version, directory, inferred=inferred)
     if form.kind == "keyword":
-        return _keyword(form, sglang_version, directory)
+        from matcher.catalog import removed_keywords  # a keyword a later release removed
+        assert form.callee is not None and form.name is not None
+        return (removed_keywords.answer(form.callee, form.name, traceback)
+                or _keyword(form, sglang_version, directory))
     assert form.module is not None
     top = form.module.split(".", 1)[0]
     index = index_for(top, directory)
@@ -750,6 +753,13 @@ _DOC = {
             "never bound: the import failed quietly at start.",
     "lazy": "transformers' lazy importer could not import one of its modules because an import "
             "inside it failed: a name the installed version of a package does not define.",
+    "circular-attribute": "Python found the package half-imported: a module used an attribute "
+                          "of it while the package itself was still being imported. Not a "
+                          "version mismatch — a file of the package's name (a script "
+                          "`torch.py`, a directory `torch/`) in the working directory or on "
+                          "PYTHONPATH imported instead of the installed package, or the "
+                          "installed package's own modules importing each other in a circle "
+                          "(a bug of that release, or files of two releases mixed).",
     "circular": "Python found the package half-imported: a module imported it while the "
                 "package itself was still being imported. Not a version mismatch — almost "
                 "always a file of the package's name (a script `sglang.py`, a directory "
@@ -772,6 +782,8 @@ _PATTERNS = {
     "name": r"^\s*name '(?P<name>sgl_\w+|\w+_kernel\w*)' is not defined",
     "circular": r"^\s*cannot import name '(?P<name>[\w.]+)' from partially initialized module "
                 r"'(?P<module>[\w.]+)'",
+    "circular-attribute": r"^\s*partially initialized module '(?P<module>[\w.]+)'(?: from "
+                          r"'(?P<origin>[^'\n]+)')? has no attribute '(?P<name>\w+)'",
     "lazy": r"^\s*Failed to import (?P<importer>[\w.]+) because of the following error \(look up "
             r"to see its traceback\):\s*cannot import name '(?P<name>[\w.]+)' from "
             r"'(?P<module>[\w.]+)'",
@@ -783,11 +795,14 @@ _TEMPLATE = {
     "name": "name '{name}' is not defined",
     "circular": "cannot import name '{name}' from partially initialized module '{module}' "
                 "(most likely due to a circular import)",
+    "circular-attribute": "partially initialized module '{module}' has no attribute '{name}' "
+                          "(most likely due to a circular import)",
     "lazy": "Failed to import {importer} because of the following error (look up to see its "
             "traceback):\ncannot import name '{name}' from '{module}'",
 }
 _CLASS = {"import": "ImportError", "attribute": "AttributeError", "keyword": "TypeError",
-          "name": "NameError", "circular": "ImportError", "lazy": "RuntimeError"}
+          "name": "NameError", "circular": "ImportError", "lazy": "RuntimeError",
+          "circular-attribute": "AttributeError"}
 # who makes each form's message: Python's import machinery, or transformers' lazy importer
 # (`_LazyModule._get_module`'s re-raise, in the transformers releases the index reads)
 _SOURCE = {"lazy": ("transformers", ["4.48.3..5.25.0"])}
@@ -800,7 +815,8 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
     import hashlib
 
     out = []
-    for kind in ("import", "attribute", "keyword", "name", "circular", "lazy"):
+    for kind in ("import", "attribute", "keyword", "name", "circular", "lazy",
+                 "circular-attribute"):
         slug = f"dependency-version-mismatch-{kind}"
         rid = hashlib.sha256(f"sglang-matcher/generated/{GENERATOR}\n{kind}".encode()
                              ).hexdigest()[:16]
@@ -809,12 +825,12 @@ def records(examples: dict[str, tuple[list[str], list[str]]] | None = None
             "id": rid, "slug": slug, "errorMessage": _TEMPLATE[kind],
             "messagePattern": _PATTERNS[kind], "errorType": "dependency",
             "errorClass": _CLASS[kind], "severity": "error",
-            "documentation": _DOC[kind] + ("" if kind == "circular" else
+            "documentation": _DOC[kind] + ("" if kind.startswith("circular") else
                                            " Which releases of the package have it, and the "
                                            "version the sglang release in the log pins, are "
                                            "computed for each event from the shipped symbol "
                                            "index."),
-            "solutions": _SOLUTIONS.get(kind, []),
+            "solutions": _SOLUTIONS.get(kind.split("-")[0], []),
             "tags": ["dependency", "version-mismatch", kind],
             # the message is Python's own (its import system, its call machinery), or the
             # lazy importer's of transformers
@@ -857,6 +873,16 @@ EXAMPLES: dict[str, tuple[list[str], list[str]]] = {
     # sglang #384 (train): a user's script importing sglang under a shadowing name
     "circular": ([("ImportError: cannot import name 'function' from partially initialized module "
                   "'sglang' (most likely due to a circular import)")], []),
+    # https://github.com/mit-han-lab/smoothquant/issues/50 and
+    # https://github.com/pesser/stable-diffusion/issues/9 (train): the installed torch's own
+    # modules; https://github.com/pytorch/pytorch/pull/134019 (train): a torch release's circle
+    "circular-attribute": ([
+        ("AttributeError: partially initialized module 'torch' has no attribute "
+         "'UntypedStorage' (most likely due to a circular import)"),
+        ("AttributeError: partially initialized module 'torch' has no attribute 'Tensor' (most "
+         "likely due to a circular import)"),
+        ("AttributeError: partially initialized module 'torch' has no attribute 'version' (most "
+         "likely due to a circular import)")], []),
 }
 
 

@@ -177,6 +177,10 @@ def _everywhere(top: str, dist: str, what: str, releases: str, look: str,
 # circular import) (/…/P/m.py)`
 CIRCULAR = re.compile(r"cannot import name '(?P<name>[\w.]+)' from partially initialized module "
                       r"'(?P<module>[\w.]+)'")
+# `partially initialized module 'P' has no attribute 'X' (most likely due to a circular
+# import)`; CPython 3.12 on names the module's file: `… module 'P' from '/…/P/__init__.py' has …`
+CIRCULAR_ATTRIBUTE = re.compile(r"partially initialized module '(?P<module>[\w.]+)'(?: from "
+                                r"'(?P<origin>[^'\n]+)')? has no attribute '(?P<name>\w+)'")
 
 
 def circular(message: str, traceback: str | None) -> Answer | None:
@@ -186,13 +190,14 @@ def circular(message: str, traceback: str | None) -> Answer | None:
     editable install's own circle; inside site-packages, the installed package's own modules
     importing each other — a bug of that release or files of two releases mixed. No file shown:
     None (the record's own words stand)."""
-    m = CIRCULAR.search(message)
+    m = CIRCULAR.search(message) or CIRCULAR_ATTRIBUTE.search(message)
     if m is None:
         return None
     module = m["module"]
     top = module.split(".", 1)[0]
     dist = distribution(top)
-    where = imported_file(message) or _frame_of(module, traceback)
+    origin = m.groupdict().get("origin")
+    where = origin or imported_file(message) or _frame_of(module, traceback)
     if where is None:
         return None  # the record's own words (a file named like the package) stand
     if not _INSTALLED.search(where) and where.endswith(f"/{top}.py"):
