@@ -7,6 +7,11 @@
 - A checkpoint tensor's dotted name (`matcher.catalog.tensor_names`) is weight loading's lookup
   of a parameter: an event of `weight-name-not-in-model`, with the way out the name points at
   (a LoRA, quantization or vision-tower tensor) ahead of the record's own.
+- A key of PEFT's LoRA `adapter_config.json` or of a Hugging Face processor's output
+  (`matcher.catalog.lookup_keys`) is sglang's read of an adapter's config or of the features
+  the processor returned: an event of `lora-adapter-config-key-missing` or
+  `multimodal-processor-output-key-missing`, with words naming the key. sglang's
+  `Failed to load LoRA adapter NAME: '<key>'` gets the adapter-config words too.
 
 The curated records match these KeyErrors where the traceback shows their frame (or, for the
 weight records of a layer's parameter or the lm_head, by their message); a bare line — no
@@ -76,18 +81,40 @@ def _answered(e: Event, record_of: Callable[[str], CatalogRecord | None]) -> Eve
             words = None  # the layer-parameter and lm_head records say it themselves
         return _made(e, record_of(own), (lambda base: _first(words, base)) if words else None,
                      {"param_name": key})
-    return None
+    return _looked_up(e, key, bare, record_of)
+
+
+def _looked_up(e: Event, key: str, bare: bool,
+               record_of: Callable[[str], CatalogRecord | None]) -> Event | None:
+    """A KeyError on an adapter-config or processor-output key: bare, or already an event of
+    that key's record (matched at its frame)."""
+    from matcher.catalog import lookup_keys
+
+    found = lookup_keys.lookup(key, bare=bare)
+    if found is None or not (bare or e.pattern_id == found[0]):
+        return None
+    record, words = found
+    capture = "config_key" if record == lookup_keys.LORA_CONFIG_RECORD else "output_key"
+    # the words name the key where the record's first solution speaks of any key
+    return _made(e, record_of(record),
+                 lambda base: _first(words, {**base, "solutions": (base.get("solutions") or [])[1:]}),
+                 {capture: key})
 
 
 def _lora_adapter(e: Event, record_of: Callable[[str], CatalogRecord | None]) -> Event | None:
-    """An event of `Failed to load LoRA adapter NAME: '<tensor>'` (the loader's KeyError on a
-    LoRA tensor, in words) given what the tensor's name says."""
-    from matcher.catalog import tensor_names
+    """An event of `Failed to load LoRA adapter NAME: '<key>'` (the loader's KeyError, in
+    words) given what the key says: a LoRA tensor's name, or a field of adapter_config.json."""
+    from matcher.catalog import lookup_keys, tensor_names
 
     m = _ADAPTER_KEY.search(e.message)
-    if m is None or tensor_names.kind(m["key"]) != tensor_names.LORA:
+    if m is None:
         return None
-    words = tensor_names.solution(m["key"]) or ""
+    if m["key"] in lookup_keys.LORA_CONFIG_KEYS:
+        words = lookup_keys.lora_config_words(m["key"])
+    elif tensor_names.kind(m["key"]) == tensor_names.LORA:
+        words = tensor_names.solution(m["key"]) or ""
+    else:
+        return None
     return _made(e, record_of(LORA_ADAPTER_RECORD), lambda base: _first(words, base), {})
 
 

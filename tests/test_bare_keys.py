@@ -155,6 +155,18 @@ def test_a_lora_adapter_without_v_proj_says_what_the_loader_stacks(catalog, tmp_
     assert "q_proj, k_proj, v_proj" in first and "PR #28199" in first
 
 
+def test_a_peft_wrapped_layers_base_weight_says_merge_first(catalog, tmp_path) -> None:
+    # https://github.com/TIGER-AI-Lab/verl-tool/issues/125: a LoRA actor's weights synced to the
+    # rollout engine with PEFT's layers still injected
+    line = "KeyError: 'layers.0.self_attn.qkv_proj.base_layer.weight'"
+    [e] = _events(catalog, tmp_path, line)
+    assert e["pattern_id"] in (WEIGHT_NAME, LAYER_PARAM)
+    assert tensor_names.kind(line.split("'")[1]) == tensor_names.LORA
+    first = e["remediation"]["solutions"][0]
+    assert "PEFT wrapped for LoRA" in first and "merge_and_unload()" in first
+    assert "base_layer" not in (tensor_names.solution("model.layers.0.q_proj.lora_A.weight") or "")
+
+
 @pytest.mark.parametrize("key", [
     "model.layers.20.self_attn.attn",  # a module, not a tensor
     "weight_version", "input_ids", "qwen3_moe",

@@ -89,7 +89,13 @@ SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
         "transformers/dynamic_module_utils.py", "transformers/utils/hub.py",
         "transformers/processing_utils.py", "transformers/feature_extraction_utils.py",
         "transformers/image_processing_utils", "transformers/generation/configuration_utils.py",
-        "transformers/convert_slow_tokenizer.py"), 3),
+        "transformers/convert_slow_tokenizer.py",
+        # the media a multimodal request carries: loading, validating and resizing images and
+        # videos, and Qwen2-VL's image processor (sglang's qwen_vl processor calls it for the
+        # Qwen2/2.5/3-VL families)
+        "transformers/image_utils.py", "transformers/video_utils.py",
+        "transformers/image_transforms.py", "transformers/models/qwen2_vl/image_processing_",
+        "transformers/models/qwen2_vl/video_processing_"), 3),
     "torch": (_either(_under("torch/cuda/", "torch/nn/modules/"),
                       _top_files("torch/_dynamo/", "torch/distributed/"),
                       _under("torch/distributed/_symmetric_memory/")), 2),

@@ -7,6 +7,9 @@ has no parameter for raises `KeyError: '<name>'`. The LoRA loader stacks an adap
 normalize_qkv_proj`). The name tells which mismatch it is:
 
 - a LoRA tensor (`…lora_A.weight`): an adapter, loaded as an adapter or inside a checkpoint;
+  or the base weight of a layer PEFT wrapped for LoRA (`…q_proj.base_layer.weight`: PEFT's
+  `BaseTunerLayer` keeps the wrapped module as `base_layer`), the state dict of a PEFT model
+  whose LoRA layers are still injected;
 - a quantization tensor (`…weight_scale`, `…input_scale`, `qweight`, `qzeros`, `g_idx`,
   `…weight_packed`): the quantization sglang built the model for is not the checkpoint's;
 - a vision or audio tower's tensor (`visual.…`, `vision_tower.…`, `vision_model.…`), or a
@@ -25,7 +28,9 @@ import re
 _TENSOR = re.compile(
     r"^[A-Za-z_]\w*\.(?:\w+\.)*(?:\w+_)?(?:weight|bias|qweight|qzeros|scales?|g_idx|zero_point|"
     r"packed|inv_freq)(?:_\w+)?$")
-_LORA = re.compile(r"(?:^|\.)lora_(?:A|B|embedding_A|embedding_B|magnitude_vector)(?:\.|$)")
+_LORA = re.compile(r"(?:^|\.)(?:lora_(?:A|B|embedding_A|embedding_B|magnitude_vector)|base_layer)"
+                   r"(?:\.|$)")
+_BASE_LAYER = re.compile(r"\.base_layer\.")
 _LORA_SIBLING = re.compile(r"\.(?P<module>v_proj|k_proj|up_proj)\.lora_[AB]\.")
 _QUANT = re.compile(r"(?:^|[._])(?:\w*scale\w*|qweight|qzeros|g_idx|\w*zero_point|weight_packed|"
                     r"weight_shape)$")
@@ -79,6 +84,15 @@ def solution(name: str) -> str | None:
 
 
 def _lora(name: str) -> str:
+    if _BASE_LAYER.search(name):
+        return (f"`{name}` is the base weight of a layer PEFT wrapped for LoRA (PEFT keeps the "
+                "wrapped module as `base_layer`): these weights are the state dict of a PEFT "
+                "model whose LoRA layers are still injected, whose names the model does not "
+                "have. Merge the adapter first (`merge_and_unload()`, then `save_pretrained` or "
+                "send the merged weights); a framework that syncs a PEFT model's weights to the "
+                "inference engine must merge them or strip `.base_layer` from the names (and "
+                "send the LoRA weights as an adapter) — use its LoRA support for that engine, "
+                "or a release of it that has one")
     sibling = _LORA_SIBLING.search(name)
     stacked = ""
     if sibling is not None:
