@@ -17,6 +17,7 @@ A line that sglang's prefix does not start is taken as it is, ranks unknown.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -152,6 +153,7 @@ class Prefixed:
     log_ts: str | None = None
     ranks: tuple[str, ...] = ()
     has_prefix: bool = False
+    level: str | None = None  # the level word a wrapper gave the line (`wrappers.unwrap`)
 
 
 def split_prefix(text: str) -> Prefixed:
@@ -209,6 +211,7 @@ class _Open:
     # state "native" for its message line; `native_class` the C++ exception's class.
     native: str = ""
     native_class: str = ""
+    level: str | None = None  # the level word a wrapper gave the opening line
 
     def add_line(self, text: str, max_lines: int) -> None:
         self.line_count += 1
@@ -233,6 +236,7 @@ class _Open:
             stream=self.stream,  # type: ignore[arg-type]
             truncated=self.truncated,
             lineno=self.lineno,
+            level=self.level,
         )
 
 
@@ -307,14 +311,17 @@ class Framer:
             bare = self.learned.strip(text)
             if bare is not text:
                 again = unwrap(bare)
-                unwrapped = Unwrapped(again.text, again.rank or unwrapped.rank, True)
+                unwrapped = Unwrapped(again.text, again.rank or unwrapped.rank, True,
+                                      again.level or unwrapped.level)
                 text = again.text
         p = split_prefix(text)
+        if unwrapped.level is not None:
+            p = dataclasses.replace(p, level=unwrapped.level)
         if unwrapped.rank is not None:
             if not p.has_prefix:
-                return self._feed_rank_line(line, text, unwrapped.rank, now, out)
+                return self._feed_rank_line(line, text, unwrapped.rank, now, out, p.level)
             if not p.ranks:
-                p = Prefixed(p.message, p.log_ts, (unwrapped.rank,), True)
+                p = Prefixed(p.message, p.log_ts, (unwrapped.rank,), True, p.level)
         if p.has_prefix:
             if p.ranks and len(self.ranks_seen) < MAX_RANKS_SEEN:
                 self.ranks_seen.add(" ".join(p.ranks))
@@ -364,7 +371,7 @@ class Framer:
         tb.lines[0] = f"{header} {TRACEBACK_START}".lstrip()
 
     def _feed_rank_line(self, line: Line, text: str, rank: str, now: float,
-                        out: list[Record]) -> list[Record]:
+                        out: list[Record], level: str | None = None) -> list[Record]:
         """A line torch's launcher marked `[rankN]:`: every line of that rank carries the mark,
         and ranks' lines interleave line by line, so each goes to its own rank's traceback."""
         if len(self.ranks_seen) < MAX_RANKS_SEEN:
@@ -377,7 +384,8 @@ class Framer:
         if tb is not None:
             self._close(key, out)
         self._current = key
-        self._start_or_plain(line, text, Prefixed(text, None, (rank,)), key, now, out)
+        self._start_or_plain(line, text, Prefixed(text, None, (rank,), level=level), key, now,
+                             out)
         return out
 
     def tick(self, now: float) -> list[Record]:
@@ -486,6 +494,7 @@ class Framer:
                 stream=line.stream,
                 truncated=line.truncated,
                 lineno=line.lineno,
+                level=p.level,
             )
         )
 
@@ -513,7 +522,7 @@ class Framer:
         opened = _Open(key=key, source=line.source, offset=line.offset,
                        end_offset=line.end_offset, log_ts=p.log_ts, ranks=p.ranks,
                        stream=line.stream, lineno=line.lineno, started=now, last_seen=now,
-                       **fields)
+                       level=p.level, **fields)
         opened.add_line(text, self.max_traceback_lines)
         self._open[key] = opened
         self._current = key

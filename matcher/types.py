@@ -95,6 +95,7 @@ class Record:
     stream: Stream = ""
     truncated: bool = False
     lineno: int = 0
+    level: str | None = None  # the level word a wrapper gave the line (`wrappers.unwrap`)
 
     @property
     def rank_key(self) -> str:

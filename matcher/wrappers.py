@@ -16,7 +16,8 @@ takes that off too.
 
 `unwrap` takes off every known wrapper at a line's start, in any order and combination, and
 says which torch rank the line came from when the wrapper names one (ranks collapse like
-sglang's `TP3`). It takes off one space after a wrapper and no more, so a traceback's
+sglang's `TP3`), and the level word when a wrapper gives one (a glog letter spelled out): a
+record's severity is capped at the level the log shows (`aggregate.log_level`). It takes off one space after a wrapper and no more, so a traceback's
 indentation survives. A line with no wrapper is returned as it is, at the cost of one failed
 regex match.
 """
@@ -31,16 +32,16 @@ _WRAPPER = re.compile(
     r"""(?:
       >[ ]?                                                    # a quoted paste
     | `{1,3}(?=[^`])                                           # a paste in backticks (see _fenced)
-    | (?:DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|FATAL|DEFAULT)[ ]+
+    | (?P<cloud>DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|FATAL|DEFAULT)[ ]+
       \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)[ ]?            # cloud export
-    | \d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d[ ]\|[ ][A-Z]+[ ]\|[ ][\w.-]+[ ]\|[ ]?         # FastChat
+    | \d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d[ ]\|[ ](?P<fastchat>[A-Z]+)[ ]\|[ ][\w.-]+[ ]\|[ ]?  # FastChat
     | \d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d,\d{3}[ ][\w.-]+[ ]\d+[ ]
-      (?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]+                # logging: time name pid level
+      (?P<logging>DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]+       # logging: time name pid level
     | \[address=[^\]\s,]+,[ ]pid=\d+\][ ]?                       # xoscar's actor
     | \[rank(?P<rank>\d+)\]:[ ]?                               # torch.distributed / torchrun
     | \[pod/[^\]\s]+\][ ]?                                     # kubectl logs --prefix
     | \[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ ]?  # RFC 3339
-    | \[[IWEF]\d{3,4}[ ]\d\d:\d\d:\d\d\.\d+[ ][^\]\n]*\][ ]?     # c10's log prefix
+    | \[(?P<c10>[IWEF])\d{3,4}[ ]\d\d:\d\d:\d\d\.\d+[ ][^\]\n]*\][ ]?     # c10's log prefix
     | [A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]\S+[ ][\w./@-]+(?:\[\d+\])?:[ ]?  # syslog
     | \w[\w.-]*[ ]+\|[ ]?                                      # docker compose: name-1  |
     | \([\w.-]+[ ]pid=\d+(?:,[ ]ip=[\d.]+)?\)[ ]?              # Ray: (Actor pid=12)
@@ -55,11 +56,17 @@ _ACTOR = re.compile(r"(?<=: )\[address=[^\]\s,]+, pid=\d+\] ")
 MAX_WRAPPERS = 6
 
 
+_LEVEL_GROUPS = ("cloud", "fastchat", "logging", "c10")
+# glog's letter (c10's prefix) as the level word the other writers spell out
+_LETTER = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+
+
 @dataclass(frozen=True, slots=True)
 class Unwrapped:
     text: str
     rank: str | None = None  # `rank3` when a torch rank wrapper named it
     wrapped: bool = False
+    level: str | None = None  # the level word (`WARNING`) a wrapper taken off gave the line
 
 
 def unwrap(text: str) -> Unwrapped:
@@ -68,10 +75,10 @@ def unwrap(text: str) -> Unwrapped:
         inner = _ACTOR.sub("", text, count=1)
         if inner != text:
             found = unwrap(inner)
-            return Unwrapped(found.text, found.rank, True)
+            return Unwrapped(found.text, found.rank, True, found.level)
     if not text or text[0] not in _MAY_WRAP:
         return Unwrapped(text)
-    rank = None
+    rank = level = None
     start = 0
     end = len(text)
     for _ in range(MAX_WRAPPERS):
@@ -80,6 +87,9 @@ def unwrap(text: str) -> Unwrapped:
             break
         if m.group("rank") is not None:
             rank = f"rank{m.group('rank')}"
+        word = next((w for g in _LEVEL_GROUPS if (w := m.group(g)) is not None), None)
+        if word is not None:
+            level = _LETTER.get(word, word)
         if text[start] == "`":
             fenced = _fenced(text, start, m.end(), end)
             if fenced is None:
@@ -88,7 +98,7 @@ def unwrap(text: str) -> Unwrapped:
         start = m.end()
     if start == 0:
         return Unwrapped(text)
-    return Unwrapped(text[start:end], rank, True)
+    return Unwrapped(text[start:end], rank, True, level)
 
 
 def _fenced(text: str, start: int, inner: int, end: int) -> int | None:

@@ -85,6 +85,10 @@ def scan_events(engine, path: Path, catalog) -> list:
     (FIXTURES / "field/model-runtime/8931-swa-radix-sanity-check.log", 1, "error"),
     (FIXTURES / "field/distributed-build/13948-sgl-kernel-common-ops-undefined-symbol.log", 2,
      "critical"),
+    # a level a wrapper gives: c10's glog letter, FastChat's logger (taken off as wrappers)
+    (FIXTURES / "field/projects/gpustack-3383-diffusion-tp2-tcpstore-recv-failed.log", 1,
+     "warning"),
+    (FIXTURES / "field/projects/167-fastchat-worker-no-module-zmq.log", 1, "error"),
     # sglang's own format carries no level
     (IMPORT_LOG, 31, None),
     (IMPORT_LOG, 35, None),

@@ -76,6 +76,20 @@ def test_torch_rank_wrapped_tracebacks_of_interleaved_ranks_are_one_failure(cura
     assert event["pattern_id"] == "4e2cdd4d6209ebbd" and sorted(event["ranks"]) == ["rank0", "rank1"]
 
 
+@pytest.mark.parametrize(("line", "level"), [
+    # tests/fixtures/field/projects/: gpustack#3383 (c10's letter), FastChat#167
+    ("[rank1]:[W1119 17:59:26.271588084 TCPStore.cpp:125] [c10d] recvValue failed", "WARNING"),
+    ("2024-02-08 09:56:23 | ERROR | stderr | Traceback (most recent call last):", "ERROR"),
+    (("2025-06-30 06:18:36,801 xinference.core.worker 113 ERROR    [request b087e27a-55b4-11f0-"
+      "93e7-7ac282aee84d] Leave launch_builtin_model"), "ERROR"),
+    ("ERROR 2025-04-07T19:13:52.31Z KeyError: 'x'", "ERROR"),
+    ("[rank6]: Traceback (most recent call last):", None),
+    ("sglang  | TypeError: expected Tensor", None),
+])
+def test_unwrap_keeps_the_level_a_wrapper_gives(line, level):
+    assert unwrap(line).level == level
+
+
 @pytest.mark.parametrize(("line", "text", "rank"), [
     # Lines as users pasted them into sglang issues (tests/fixtures/field/).
     (("[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] Watchdog caught "
