@@ -243,3 +243,37 @@ def test_a_decode_servers_error_status_points_at_that_servers_log(shipped):
     assert first.error_message.startswith("Decode server returned error status")
     assert events[0]["captures"]["url"] == "http://10.160.1.22:50000"
     assert "its own log at that moment" in first.solutions[0]
+
+
+SMG = ROOT / "patterns" / "sglang" / "generated" / "smg.jsonl"
+
+
+def test_smg_busy_port_is_smgs_record_with_a_fix():
+    """A real run of smg 1.13.0 (`smg launch`) on a port another process holds: the error
+    value `Failed to bind the HTTP listener on {addr}: {e}` (model_gateway/src/server.rs),
+    printed by the launcher and raised as RuntimeError, is smg's record with the port fix;
+    the INFO and WARN start-up lines are not events."""
+    catalog = load_catalog(builtin=False, user_paths=[GENERATED, SMG])
+    events = scan(catalog, FIXTURES / "smg-1.13.0-port-in-use.log")
+    assert events
+    bound = [catalog.by_id(e["pattern_id"]) for e in events if e["pattern_id"]]
+    assert bound and all(r.error_message == "Failed to bind the HTTP listener on {addr}: {e}"
+                         for r in bound)
+    assert bound[0].source_package == "smg"
+    assert any("--port" in s for s in bound[0].solutions)
+    assert events[0]["captures"]["addr"] == "127.0.0.1:39123"
+
+
+def test_smg_records_name_smg_and_their_sites():
+    """smg's records say `smg`, its releases and its repository's paths (model_gateway/…,
+    crates/…); an upgrade names `pip install -U smg`; none comes from the mock worker."""
+    records = [json.loads(x) for x in SMG.read_text().splitlines()]
+    assert records
+    for r in records:
+        assert r["sourcePackage"] == "smg" and r["tags"][0] == "smg"
+        assert r["filePath"].startswith("src/smg/") or "/src/" in r["filePath"]
+        assert not r["filePath"].startswith("crates/mock_worker/")
+        assert all(v[0] in "01" for v in r["sourceVersions"])
+        for s in r["solutions"]:
+            assert "sglang-router" not in s
+    assert any("`pip install -U smg`" in s for r in records for s in r["solutions"])

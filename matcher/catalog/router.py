@@ -1,6 +1,13 @@
-r"""sglang's Rust router / model gateway (PyPI `sglang-router`) → catalog records, every release.
+r"""sglang's Rust router / model gateway (PyPI `sglang-router`, later `smg`) → catalog records.
 
-    python -m matcher.catalog.router [--sdist-dir DIR] [-o patterns/sglang/generated/router.jsonl]
+    python -m matcher.catalog.router --sdist-dir DIR [-o patterns/sglang/generated/router.jsonl]
+    python -m matcher.catalog.router --package smg --sdist-dir DIR \
+        --skip-known patterns/sglang/generated/router.jsonl --specific 80   # → smg.jsonl
+
+The router was published as `sglang-router` up to 0.3.2 and as `smg` since (its own layout of
+crates, `LAYOUTS`); each package's records name it, its releases and `pip install -U` it.
+`--skip-known` leaves out the messages the older package's file already holds (same id) and
+`--specific N` keeps the most specific sites only (`specific`), for the catalog's memory budget.
 
 Each release's sdist carries the crate's Rust source; `rust_source.sites` finds its message
 sites and this module turns them into records, merged over releases (one record per id, with
@@ -61,6 +68,7 @@ PACKAGE = "sglang-router"
 GENERATOR = "matcher.catalog.router"
 ID_PREFIX = "sglang-matcher/router/"
 REPO_URL = "https://github.com/sgl-project/sglang"
+REPOS = {"sglang-router": "sgl-project/sglang", "smg": "smg-project/smg"}  # smg's pyproject URL
 MIN_LITERAL_RUN = 12
 MIN_LITERAL_CHARS = 8
 DEFAULT_OUTPUT = Path("patterns/sglang/generated/router.jsonl")
@@ -70,35 +78,62 @@ _SKIP_DIRS = ("tests/", "benches/", "e2e_test/", "examples/", "py_test/", "scrip
 
 
 @dataclass(frozen=True, slots=True)
+class Layout:
+    """Where a package's sdist keeps its Rust crates and its Python package."""
+
+    package: str  # the PyPI name, as `pip install -U` takes it
+    sdist: re.Pattern[str]  # the sdist's file name; group 1 the version
+    rust: re.Pattern[str]  # a Rust source path inside the sdist that is the router's
+    python: str  # the Python package's directory name (`sglang_router`, `smg`)
+    repo_dir: str  # where the sdist's `src/` lives in the package's repository
+
+
+# sglang-router (0.0.1 … 0.3.2): one crate at the sdist's root, bindings under `bindings/*/src`.
+# smg (0.4.0 on, the router renamed and split into crates): the gateway in `model_gateway/src`,
+# the other crates in `X/src` (0.4.0 … 1.x) or `crates/X/src` (later), the pyo3 bindings in
+# `bindings/python/src`; the Python package in `src/smg` (not Rust: `src/*.py`).
+LAYOUTS = {
+    "sglang-router": Layout("sglang-router", re.compile(r"sglang_router-(.+)\.tar\.gz$"),
+                            re.compile(r"(?:src/|bindings/[^/]+/src/)"), "sglang_router",
+                            "sgl-router/"),
+    "smg": Layout("smg", re.compile(r"smg-(.+)\.tar\.gz$"),
+                  re.compile(r"(?:crates/|bindings/)?[^/]+/src/"),
+                  "smg", ""),
+}
+
+
+@dataclass(frozen=True, slots=True)
 class Release:
     version: str
     files: tuple[tuple[str, str], ...]  # (path inside the crate as Rust prints it, text)
     flags: frozenset[str]  # the router's command-line flags, without `--` and `--router-`
     python: tuple[tuple[str, str], ...] = ()  # the package's Python (`sglang_router/…`)
+    package: str = PACKAGE
 
 
-def read_sdist(path: Path) -> Release | None:
-    """An sdist's Rust sources (the crate's `src/` and the Python bindings' `src/`) and the
-    flags its `router_args.py` / `launch_router.py` define; None without Rust source."""
-    m = re.match(r"sglang_router-(.+)\.tar\.gz$", path.name)
+def _wanted(name: str, layout: Layout) -> bool:
+    """A Rust source of the router (not a test, bench or example) or a module of its Python
+    package (not a test)."""
+    if name.endswith(".rs"):
+        return (layout.rust.match(name) is not None
+                and not any(name.startswith(d) or f"/{d}" in name for d in _SKIP_DIRS))
+    return (name.endswith(".py") and f"/{layout.python}/" in f"/{name}"
+            and not any(d in name for d in ("test", "/e2e")))
+
+
+def read_sdist(path: Path, layout: Layout = LAYOUTS[PACKAGE]) -> Release | None:
+    """An sdist's Rust sources (see `LAYOUTS`) and the flags its `router_args.py` /
+    `launch_router.py` define; None without Rust source."""
+    m = layout.sdist.match(path.name)
     if m is None:
         return None
-    version = m.group(1)
     files: list[tuple[str, str]] = []
     py_files: list[tuple[str, str]] = []
     flags: set[str] = set()
     with tarfile.open(path) as tar:
         for member in tar.getmembers():
-            if not member.isfile():
-                continue
             name = member.name.split("/", 1)[1] if "/" in member.name else member.name
-            if name.endswith(".rs"):
-                if any(name.startswith(d) or f"/{d}" in name for d in _SKIP_DIRS):
-                    continue
-                if not (name.startswith("src/") or re.match(r"bindings/[^/]+/src/", name)):
-                    continue
-            elif not (name.endswith(".py") and "/sglang_router/" in f"/{name}"
-                      and not any(d in name for d in ("test", "/e2e"))):
+            if not member.isfile() or not _wanted(name, layout):
                 continue
             f = tar.extractfile(member)
             if f is None:
@@ -107,13 +142,14 @@ def read_sdist(path: Path) -> Release | None:
             if name.endswith(".py"):
                 if name.endswith(("router_args.py", "launch_router.py", "launch_server.py")):
                     flags.update(_FLAG.findall(text))
-                py = "sglang_router/" + f"/{name}".split("/sglang_router/", 1)[1]
+                py = f"{layout.python}/" + f"/{name}".split(f"/{layout.python}/", 1)[1]
                 py_files.append((py, text))
             else:
                 files.append((name, text))
     if not files:
         return None
-    return Release(version, tuple(sorted(files)), frozenset(flags), tuple(sorted(py_files)))
+    return Release(m.group(1), tuple(sorted(files)), frozenset(flags), tuple(sorted(py_files)),
+                   layout.package)
 
 
 @dataclass(slots=True)
@@ -130,6 +166,7 @@ class _Merged:
     kinds: set[str] = field(default_factory=set)  # log, error (the same words as both)
     python_pattern: str = ""  # a Python site's pattern, as `catalog extract` makes it
     severities: set[str] = field(default_factory=set)
+    package: str = PACKAGE
 
 
 def site_key(site: RustSite) -> str:
@@ -418,7 +455,7 @@ def _solutions(m: _Merged, releases: Sequence[str], remedy: Remedy | None,
         gone = RR.first_release_without(m.versions, releases, same_code)
         if gone is not None:
             out.append(RR.upgrade_text(gone, f"{site.path}, `{site.function}()`"
-                                       if site.function else site.path))
+                                       if site.function else site.path, m.package))
         workaround = RR.module_text(site.path, m.flags)
         if workaround is not None:
             out.append(workaround)
@@ -433,8 +470,11 @@ def _solutions(m: _Merged, releases: Sequence[str], remedy: Remedy | None,
 _ERROR_TYPES = {"panic": "panic", "frame": "panic", "error": "error", "python": "python"}
 
 
-def _file_path(site: RustSite) -> str:
-    """The site's file in the sglang repository (the router lives under `sgl-router/`)."""
+def _file_path(site: RustSite, package: str) -> str:
+    """The site's file in its repository (sglang-router's lives under sglang's `sgl-router/`;
+    smg's Python package under `src/`)."""
+    if package != PACKAGE:
+        return f"src/{site.path}" if site.kind == "python" else site.path
     return (f"sgl-router/{site.path}" if site.path.startswith("src/")
             else f"sgl-router/py_src/{site.path}" if site.kind == "python"
             else site.path)
@@ -444,7 +484,7 @@ def _python_site(m: _Merged, remedy: Remedy | None) -> tuple[str | None, str, st
     """A site of the router's Python launcher: message, pattern, documentation, severity."""
     site = m.first
     message = site.parts[0] if isinstance(site.parts[0], str) else site.template
-    documentation = (f"sglang-router's Python launcher (sglang-router {m.newest}) "
+    documentation = (f"{m.package}'s Python launcher ({m.package} {m.newest}) "
                      + (f"raises {site.py_class}" if site.py_class else "logs this")
                      + f" in {site.path}:{site.line}.")
     if remedy is not None:
@@ -458,7 +498,7 @@ def _frame_site(m: _Merged, spots: Sequence[tuple[int, int]],
     site = m.first
     what = (f"`{site.source}`" if site.source else "this line")
     documentation = (
-        f"The router (sglang-router {m.newest}) panicked at {where}: `{site.macro}` "
+        f"The router ({m.package} {m.newest}) panicked at {where}: `{site.macro}` "
         f"found no value or an error where the code assumed one ({what}). Rust prints "
         "the site as `panicked at FILE:LINE:COL` and a message that names no site "
         "(`called `Option::unwrap()` on a `None` value`), so the record is known by its "
@@ -476,7 +516,7 @@ def _rust_site(m: _Merged, spots: Sequence[tuple[int, int]], where: str,
         pattern = f"(?:{frame_pattern(site.path, spots)}|{body})"
     else:
         pattern = body
-    documentation = f"The router (sglang-router {m.newest}) {_kind_words(site)} in {where}"
+    documentation = f"The router ({m.package} {m.newest}) {_kind_words(site)} in {where}"
     if m.kinds == {"log", "error"}:
         documentation += " (it logs the error and returns it)"
     if site.condition:
@@ -514,20 +554,20 @@ def build_record(m: _Merged, releases: Sequence[str], same_code: Iterable[str] =
         documentation += " Same message also in: " + ", ".join(other_files[:5]) + "."
     record: dict[str, Any] = {
         "id": rid,
-        "repo": "sgl-project/sglang",
+        "repo": REPOS[m.package],
         "slug": _slug(message or f"panic-{site.path}-{site.function}"),
         "errorMessage": message,
         "messagePattern": pattern,
         "errorType": "log" if "log" in m.kinds else _ERROR_TYPES[site.kind],
         "errorClass": site.py_class,
         "severity": severity,
-        "filePath": _file_path(site),
+        "filePath": _file_path(site, m.package),
         "lineNumber": site.line,
         "githubUrl": None,
         "documentation": documentation,
         "solutions": _solutions(m, releases, remedy, same_code),
-        "tags": ["sglang-router", "rust", "generated", site.kind, site.macro],
-        "sourcePackage": PACKAGE,
+        "tags": [m.package, "rust", "generated", site.kind, site.macro],
+        "sourcePackage": m.package,
         "sourceVersions": ranges,
         "generator": GENERATOR,
         "sourceLocations": _locations(m, releases),
@@ -585,6 +625,7 @@ def _merge_rust_sites(rel: Release, merged: dict[str, _Merged], c: Counter[str])
                 m = merged[key] = _Merged(key, site.kind, site)
             # the newest release's site describes the record
             m.first, m.newest, m.flags = site, rel.version, rel.flags
+            m.package = rel.package
             m.versions.add(rel.version)
             m.kinds.add(site.kind)
             m.severities.add(site.severity)
@@ -609,6 +650,7 @@ def _merge_python_sites(rel: Release, merged: dict[str, _Merged], c: Counter[str
             if m is None:
                 m = merged[key] = _Merged(key, "python", py)
             m.first, m.newest, m.flags = py, rel.version, rel.flags
+            m.package = rel.package
             m.python_pattern = rec["messagePattern"]
             m.versions.add(rel.version)
             m.kinds.add("python")
@@ -660,8 +702,8 @@ def write_jsonl(records: Iterable[dict[str, Any]], out: Path) -> None:
             f.write(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
-def stats_text(result: Result, sdists: Sequence[Path]) -> str:
-    lines = ["# sglang-router: what `python -m matcher.catalog.router` read and made", ""]
+def stats_text(result: Result, sdists: Sequence[Path], package: str = PACKAGE) -> str:
+    lines = [f"# {package}: what `python -m matcher.catalog.router` read and made", ""]
     lines.append(f"records = {result.counts['records']}")
     for k in sorted(k for k in result.counts if k != "records"):
         lines.append(f'"{k}" = {result.counts[k]}')
@@ -673,32 +715,35 @@ def stats_text(result: Result, sdists: Sequence[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sdist_urls() -> dict[str, tuple[str, str]]:
+def sdist_urls(package: str = PACKAGE) -> dict[str, tuple[str, str]]:
     """version → (sdist URL, sha256), from PyPI's JSON API."""
+    import urllib.parse
     import urllib.request
 
-    with urllib.request.urlopen(f"https://pypi.org/pypi/{PACKAGE}/json", timeout=60) as r:
+    url = f"https://pypi.org/pypi/{package}/json"
+    with urllib.request.urlopen(url, timeout=60) as r:
         data = json.load(r)
     out = {}
     for v, files in data["releases"].items():
         for f in files:
             if f["packagetype"] == "sdist" and not f.get("yanked"):
-                out[v] = (f["url"], f["digests"]["sha256"])
+                out[v] = (urllib.parse.urljoin(url, f["url"]), f["digests"]["sha256"])
     return out
 
 
-def fetch_sdists(versions: Iterable[str] | None, dest: Path) -> list[Path]:
+def fetch_sdists(versions: Iterable[str] | None, dest: Path,
+                 package: str = PACKAGE) -> list[Path]:
     """The releases' sdists in `dest` (downloaded when missing, checked against PyPI's sha256):
     `pip download --no-binary` would build each one's metadata with maturin first."""
     import urllib.request
 
     dest.mkdir(parents=True, exist_ok=True)
-    urls = sdist_urls()
+    urls = sdist_urls(package)
     wanted = list(versions) if versions is not None else sort_versions(urls)
     out = []
     for v in wanted:
         if v not in urls:
-            raise OSError(f"PyPI has no sdist of {PACKAGE} {v}")
+            raise OSError(f"PyPI has no sdist of {package} {v}")
         url, digest = urls[v]
         path = dest / url.rsplit("/", 1)[1]
         if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
@@ -711,33 +756,91 @@ def fetch_sdists(versions: Iterable[str] | None, dest: Path) -> list[Path]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def known_ids(path: Path | None) -> set[str]:
+    """The record ids of a JSON-lines catalog file (none without one)."""
+    if path is None:
+        return set()
+    return {json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()}
+
+
+# Crates of the package that are not the router a user runs (smg's mock worker is a test aid).
+_NOT_THE_ROUTER = ("crates/mock_worker/",)
+
+
+def specific(record: dict[str, Any], min_run: int) -> bool:
+    """A record kept under a memory budget: a panic with a message (not one known by its
+    frame alone), an error-level log line or the Python launcher's error — what a
+    failed run prints — and an error value only when a rule gives it
+    a fix or its text holds a literal run of `min_run` characters (the most specific of the many
+    `Err(format!(…))` sites); warning-level logs are left out."""
+    if record["filePath"].startswith(_NOT_THE_ROUTER):
+        return False
+    kind = record["errorType"]
+    if kind == "panic" and record["errorMessage"] is None:
+        return False  # a bare `.unwrap()`: known by one release's line and column alone
+    if kind in ("panic", "python"):
+        return record["severity"] != "warning"
+    if kind == "log":
+        return record["severity"] in ("error", "critical")
+    return bool(record["solutions"]) or longest_literal(
+        _literal_runs(record["errorMessage"] or "")) >= min_run
+
+
+def _literal_runs(template: str) -> list[str]:
+    return re.split(r"\{[^{}]*\}", template)
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m matcher.catalog.router", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sdist-dir", type=Path, required=True,
-                   help="a folder of sglang_router-V.tar.gz sdists (PyPI's, one per release)")
+                   help="a folder of the package's sdists (PyPI's, one per release)")
+    p.add_argument("--package", choices=sorted(LAYOUTS), default=PACKAGE)
     p.add_argument("--fetch", action="store_true",
                    help="first download every release's sdist from PyPI into --sdist-dir")
-    p.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT)
-    args = p.parse_args(argv)
+    p.add_argument("--versions", nargs="*", default=None,
+                   help="only these releases (with --fetch: only these are downloaded)")
+    p.add_argument("--skip-known", type=Path, default=None,
+                   help="leave out records whose id this JSON-lines file already holds")
+    p.add_argument("--specific", type=int, default=None, metavar="N",
+                   help="keep only the failures (see `specific`), error values with a literal "
+                        "run of N characters")
+    p.add_argument("-o", "--output", type=Path, default=None)
+    return p.parse_args(argv)
+
+
+def _releases(args: argparse.Namespace) -> tuple[list[Path], list[Release]]:
+    layout = LAYOUTS[args.package]
     if args.fetch:
-        fetch_sdists(None, args.sdist_dir)
-    sdists = sorted(args.sdist_dir.glob("sglang_router-*.tar.gz"),
-                    key=lambda q: version_key(q.name[len("sglang_router-"):-len(".tar.gz")]))
-    releases = [r for r in (read_sdist(q) for q in sdists) if r is not None]
+        fetch_sdists(args.versions, args.sdist_dir, args.package)
+    found = [(layout.sdist.match(q.name), q) for q in args.sdist_dir.iterdir()]
+    sdists = [q for m, q in sorted((x for x in found if x[0]), key=lambda x: version_key(
+        x[0].group(1))) if args.versions is None or m.group(1) in args.versions]
+    return sdists, [r for r in (read_sdist(q, layout) for q in sdists) if r is not None]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _arguments(argv)
+    output = args.output or (DEFAULT_OUTPUT if args.package == PACKAGE
+                             else DEFAULT_OUTPUT.with_name(f"{args.package}.jsonl"))
+    sdists, releases = _releases(args)
     if not releases:
-        print(f"no sglang-router sdist with Rust source in {args.sdist_dir}", file=sys.stderr)
+        print(f"no {args.package} sdist with Rust source in {args.sdist_dir}", file=sys.stderr)
         return 2
     result = extract(releases)
+    skip = known_ids(args.skip_known)
+    result.records = [r for r in result.records if r["id"] not in skip
+                      and (args.specific is None or specific(r, args.specific))]
+    result.counts["records"] = len(result.records)
     problems = list(check(result.records))
     for line in problems:
         print(line, file=sys.stderr)
     if problems:
         return 1
-    write_jsonl(result.records, args.output)
-    args.output.with_suffix(".stats.toml").write_text(stats_text(result, sdists))
+    write_jsonl(result.records, output)
+    output.with_suffix(".stats.toml").write_text(stats_text(result, sdists, args.package))
     print(f"{len(result.records)} records from {len(releases)} releases "
-          f"({releases[0].version}..{releases[-1].version}) → {args.output}", file=sys.stderr)
+          f"({releases[0].version}..{releases[-1].version}) → {output}", file=sys.stderr)
     return 0
 
 

@@ -43,8 +43,8 @@ def first_release_without(holding: Iterable[str], order: Sequence[str],
     return after[0]
 
 
-def upgrade_text(release: str, where: str) -> str:
-    return (f"Upgrade sglang-router to {release} or later (`pip install -U sglang-router`): "
+def upgrade_text(release: str, where: str, package: str = "sglang-router") -> str:
+    return (f"Upgrade {package} to {release} or later (`pip install -U {package}`): "
             f"the code that panics here ({where}) is not in {release}")
 
 
