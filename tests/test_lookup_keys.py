@@ -100,7 +100,7 @@ def test_keys_not_taken_from_a_bare_line(catalog, tmp_path, line) -> None:
 
 
 def test_the_vocabularies_are_sglangs_reads() -> None:
-    assert lookup_keys.LORA_CONFIG_KEYS == {"peft_type", "target_modules", "r", "lora_alpha"}
+    assert {"peft_type", "target_modules", "r", "lora_alpha"} == lookup_keys.LORA_CONFIG_KEYS
     assert lookup_keys.lookup("r", bare=False) is not None
     assert lookup_keys.lookup("r", bare=True) is None
     assert lookup_keys.PROCESSOR_OUTPUTS["video_grid_thw"] == lookup_keys.VIDEO
