@@ -778,10 +778,11 @@ def specific(record: dict[str, Any], min_run: int) -> bool:
     kind = record["errorType"]
     if kind == "panic" and record["errorMessage"] is None:
         return False  # a bare `.unwrap()`: known by one release's line and column alone
+    severity: str = record["severity"]
     if kind in ("panic", "python"):
-        return record["severity"] != "warning"
+        return severity != "warning"
     if kind == "log":
-        return record["severity"] in ("error", "critical")
+        return severity in ("error", "critical")
     return bool(record["solutions"]) or longest_literal(
         _literal_runs(record["errorMessage"] or "")) >= min_run
 
@@ -813,9 +814,10 @@ def _releases(args: argparse.Namespace) -> tuple[list[Path], list[Release]]:
     layout = LAYOUTS[args.package]
     if args.fetch:
         fetch_sdists(args.versions, args.sdist_dir, args.package)
-    found = [(layout.sdist.match(q.name), q) for q in args.sdist_dir.iterdir()]
-    sdists = [q for m, q in sorted((x for x in found if x[0]), key=lambda x: version_key(
-        x[0].group(1))) if args.versions is None or m.group(1) in args.versions]
+    found = [(m.group(1), q) for q in args.sdist_dir.iterdir()
+             if (m := layout.sdist.match(q.name)) is not None]
+    sdists = [q for v, q in sorted(found, key=lambda x: version_key(x[0]))
+              if args.versions is None or v in args.versions]
     return sdists, [r for r in (read_sdist(q, layout) for q in sdists) if r is not None]
 
 
