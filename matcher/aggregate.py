@@ -600,8 +600,8 @@ def log_level(record: Record) -> str | None:
     """The severity the log itself gives `record` (`info`, `warning`, `error`, `critical`), from
     the level word its writer put at the start of the line, or a wrapper taken off before it
     (`Record.level`); None when the line has none."""
-    if record.level is not None:
-        return _LEVELS.get(record.level)
+    if record.level in _LEVELS:
+        return _LEVELS[record.level]
     m = _log_level().match(record.header.lstrip())
     if m is None:
         return None

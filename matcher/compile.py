@@ -108,8 +108,13 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
         patterns.append(compile_pattern(r))
         if progress is not None and n % 500 == 0:
             progress(n, total)
-    covers = {i: list(cover) for i, p in enumerate(patterns)
-              if p.literal is None and (cover := _case_sensitive_cover(p)) is not None}
+    # Each pattern's literal cover, made once: the literal prefilter takes those of patterns
+    # with no single required literal, the chunk prefilter every one.
+    chunked = use_hyperscan and hs is not None and bool(patterns)
+    plain_covers = [literal_cover(p.record.message_pattern) if chunked or p.literal is None
+                    else None for p in patterns]
+    covers = {i: list(cover) for i, (p, cover) in enumerate(zip(patterns, plain_covers))
+              if p.literal is None and cover is not None and _case_sensitive(p)}
     literal_always = [i for i, p in enumerate(patterns)
                       if (p.literal is None and i not in covers)
                       or p.compiled.flags & regex.IGNORECASE]
@@ -119,11 +124,11 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
                         [[p.capture_names[i] for i in sorted(p.capture_names)] for p in patterns],
                         literal_always, [], heads, covers,
                         regexes=[freeze(p.compiled) for p in patterns])
-    if use_hyperscan and hs is not None and patterns:
+    if chunked:
         form.hs_db, always = _build_hyperscan(patterns)
         form.always = list(always)
         form.chunk = build_chunk_prefilter([p.record.message_pattern for p in patterns],
-                                            heads=heads)
+                                            heads=heads, covers=plain_covers)
         form.literal_db = _build_literal_db(literal_table(zip(*literal_columns(form))))
         form.head_db = _build_literal_db(literal_table((i, h) for i, h in enumerate(heads) if h))
     if progress is not None:
@@ -145,13 +150,10 @@ def literal_columns(form: CompiledForm) -> tuple[list[int], list[str]]:
     return ids, texts
 
 
-def _case_sensitive_cover(p: CompiledPattern) -> tuple[str, ...] | None:
-    """`literal_cover` of a pattern matched with case, or None (a caseless one stays always
-    confirmed)."""
-    if p.compiled.flags & regex.IGNORECASE or _INLINE_CASELESS.search(p.record.message_pattern):
-        return None
-    cover = literal_cover(p.record.message_pattern, MIN_PREFILTER_LITERAL)
-    return cover if cover and all(len(lit) >= MIN_PREFILTER_LITERAL for lit in cover) else None
+def _case_sensitive(p: CompiledPattern) -> bool:
+    """Whether `p` is matched with case everywhere (a caseless one is always confirmed)."""
+    return not (p.compiled.flags & regex.IGNORECASE
+                or _INLINE_CASELESS.search(p.record.message_pattern))
 
 
 def literal_table(pairs: Iterable[tuple[int, str]]) -> tuple[tuple[int, bytes], ...]:
@@ -205,11 +207,15 @@ _INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z^-]*i")
 
 
 def build_chunk_prefilter(patterns: Sequence[str], *, json_safe: bool = False,
-                           heads: Sequence[str | None] = ()) -> ChunkPrefilter | None:
-    """`patterns`: the message patterns, in the engine's order."""
-    covers = []
+                           heads: Sequence[str | None] = (),
+                           covers: Sequence[tuple[str, ...] | None] | None = None
+                           ) -> ChunkPrefilter | None:
+    """`patterns`: the message patterns, in the engine's order; `covers`: their
+    `literal_cover`s when the caller made them already (not `json_safe`)."""
+    assert covers is None or not json_safe
+    chunk_covers = []
     for i, pattern in enumerate(patterns):
-        cover = literal_cover(pattern, json_safe=json_safe)
+        cover = covers[i] if covers is not None else literal_cover(pattern, json_safe=json_safe)
         # A line cut before its cover may still hold the pattern's head: read it too.
         head = heads[i] if i < len(heads) else None
         if cover is not None and head is not None:
@@ -218,8 +224,8 @@ def build_chunk_prefilter(patterns: Sequence[str], *, json_safe: bool = False,
                 cover = (*cover, piece)
         # An inline `i` flag anywhere (global or scoped) is read as caseless: more hits, no loss.
         caseless = _INLINE_CASELESS.search(pattern) is not None
-        covers.append(None if cover is None else (cover, caseless))
-    return ChunkPrefilter.build(covers, DOCKER_RECORD_START_SIGNS if json_safe
+        chunk_covers.append(None if cover is None else (cover, caseless))
+    return ChunkPrefilter.build(chunk_covers, DOCKER_RECORD_START_SIGNS if json_safe
                                 else RECORD_START_SIGNS)
 
 

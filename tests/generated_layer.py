@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from matcher.catalog import load_catalog
+from matcher.catalog import Catalog, load_catalog
 from matcher.engine import Engine
 from matcher.pipeline import Pipeline
 from matcher.redact import Redactor
@@ -29,6 +29,18 @@ def engine_of(base: Path, files: tuple[str, ...], tables: tuple[str, ...] = ()) 
     catalog = load_catalog(builtin_dir=base, precompiled=False)
     assert not catalog.issues
     return Engine(catalog.records, cache=None)
+
+
+def curated_with(base: Path, *ids: str) -> Catalog:
+    """The curated layer and, of sglang's generated records, those with `ids` (written into a
+    file in `base`), as a user's catalog: a test of records that answer another's events."""
+    wanted = {f'"id":"{rid}"' for rid in ids}
+    lines = [line for line in (GENERATED / "sglang.jsonl").read_text(encoding="utf-8").splitlines()
+             if any(w in line for w in wanted)]
+    assert len(lines) == len(ids), ids
+    chosen = base / "generated.jsonl"
+    chosen.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return load_catalog(builtin=False, user_paths=[GENERATED.parent / "curated", chosen])
 
 
 def scan(engine: Engine, text: str) -> list[dict[str, Any]]:

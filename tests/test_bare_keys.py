@@ -11,25 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from generated_layer import curated_with
 
 from matcher.catalog import model_types, tensor_names
 
 ROOT = Path(__file__).resolve().parents[1]
-CURATED = ROOT / "patterns" / "sglang" / "curated"
 MODEL_TYPE, WEIGHT_NAME = "13341680e05abeb3", "7384eab5e1c0de1d"
 LAYER_PARAM, LORA_ADAPTER = "5858185d1080ed30", "3fcf311a16e852e1"
 
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory):
-    from matcher.catalog import load_catalog
-
     # the curated layer, and of the generated one only sglang's LoRA-loading message
-    generated = ROOT / "patterns" / "sglang" / "generated" / "sglang.jsonl"
-    lora = tmp_path_factory.mktemp("catalog") / "lora.jsonl"
-    lora.write_text(next(line for line in generated.read_text(encoding="utf-8").splitlines()
-                         if f'"id":"{LORA_ADAPTER}"' in line) + "\n", encoding="utf-8")
-    return load_catalog(builtin=False, user_paths=[CURATED, lora])
+    return curated_with(tmp_path_factory.mktemp("catalog"), LORA_ADAPTER)
 
 
 def _events(catalog, tmp_path: Path, text: str, version: str = "auto") -> list[dict]:

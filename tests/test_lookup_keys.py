@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from generated_layer import curated_with
 
 from matcher.catalog import lookup_keys
 
 ROOT = Path(__file__).resolve().parents[1]
-CURATED = ROOT / "patterns" / "sglang" / "curated"
 FIXTURES = ROOT / "tests" / "fixtures" / "lookup_keys"
 LORA_CONFIG, OUTPUT = lookup_keys.LORA_CONFIG_RECORD, lookup_keys.PROCESSOR_OUTPUT_RECORD
 LORA_ADAPTER = "3fcf311a16e852e1"  # sglang's `Failed to load LoRA adapter {name}: {error}`
@@ -24,13 +24,8 @@ LORA_ADAPTER = "3fcf311a16e852e1"  # sglang's `Failed to load LoRA adapter {name
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory):
-    from matcher.catalog import load_catalog
-
-    generated = ROOT / "patterns" / "sglang" / "generated" / "sglang.jsonl"
-    lora = tmp_path_factory.mktemp("catalog") / "lora.jsonl"
-    lora.write_text(next(line for line in generated.read_text(encoding="utf-8").splitlines()
-                         if f'"id":"{LORA_ADAPTER}"' in line) + "\n", encoding="utf-8")
-    return load_catalog(builtin=False, user_paths=[CURATED, lora])
+    # the curated layer, and of the generated one only sglang's LoRA-loading message
+    return curated_with(tmp_path_factory.mktemp("catalog"), LORA_ADAPTER)
 
 
 def _events(catalog, tmp_path: Path, text: str) -> list[dict]:
