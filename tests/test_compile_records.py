@@ -1,4 +1,4 @@
-"""The curated records of Triton's compiler failures (`patterns/sglang/curated/compile.json`):
+"""The curated records of Triton's and torch.compile's failures (`patterns/sglang/curated/compile.json`):
 each train excerpt and evidence paste it was written from (`tests/fixtures/field/s44-compile/`,
 `tests/fixtures/compile/index.json`, real pastes with their threads) is scanned as
 `sglang-matcher scan` scans it; its root-cause line must be that record's event, with a solution
@@ -31,6 +31,9 @@ def _cases() -> list[tuple[Path, str, str]]:
     field = FIXTURES / "field" / "s44-compile"
     cases += [(field / e["file"], e["root_cause"], "triton-ascend-unknown-npu-target")
               for e in json.loads((field / "index.json").read_text(encoding="utf-8"))]
+    lone = FIXTURES / "field" / "sglang-a" / "19573-piecewise-dynamo-logger-unsupported-qwen35.log"
+    cases.append((lone, lone.read_text(encoding="utf-8").splitlines()[0],
+                  "torch-compile-exception-line"))
     return cases
 
 
