@@ -626,15 +626,24 @@ def _mismatch_shaped(error_class: str, message: str) -> bool:
     transformers' lazy importer's RuntimeError around an import's message, or a message that
     says what to install (`matcher.catalog.stated_install`) or names a library transformers
     did not find (`matcher.catalog.backend_libraries`), or pip's line of a requirement the
-    environment does not meet (`matcher.catalog.pip_conflicts`)."""
+    environment does not meet (`matcher.catalog.pip_conflicts`), or uv's sentence of the
+    requirements that clash (`matcher.catalog.uv_resolution`)."""
     if error_class.rsplit(".", 1)[-1] in _MISMATCH_CLASSES:
         return True
-    from matcher.catalog import abi, backend_libraries, mismatch, pip_conflicts, stated_install
+    from matcher.catalog import (
+        abi,
+        backend_libraries,
+        mismatch,
+        pip_conflicts,
+        stated_install,
+        uv_resolution,
+    )
 
     return (abi.computes(message) or mismatch.lazy_wrapped(message)
             or stated_install.requirements(message) is not None
             or backend_libraries.MESSAGE.search(message) is not None
-            or pip_conflicts.MESSAGE.search(message) is not None)
+            or pip_conflicts.MESSAGE.search(message) is not None
+            or ("we can conclude that" in message and uv_resolution.answer(message) is not None))
 
 
 @functools.lru_cache(maxsize=256)
@@ -646,11 +655,13 @@ def _mismatch_answer(message: str, sglang_version: str | None, traceback: str | 
         pip_conflicts,
         signature,
         stated_install,
+        uv_resolution,
     )
 
     if abi.computes(message):  # an undefined symbol, a package's own version check
         return abi.remedy(message, sglang_version)
     return (backend_libraries.answer(message) or pip_conflicts.answer(message)
+            or uv_resolution.answer(message)
             or stated_install.answer(message)
             or mismatch.remedy(message, sglang_version, traceback=traceback)
             or signature.remedy(message, sglang_version, traceback=traceback))

@@ -98,13 +98,18 @@ def version_check(message: str) -> Check | None:
 _SGL_KERNEL = re.compile(r"\[sgl_kernel\] CRITICAL: Could not load any common_ops library")
 _MISSING = re.compile(r"(?:^|Error: |^- \w+: )(?P<soname>[\w+.-]+\.so(?:\.\d+)*): cannot open "
                       r"shared object file", re.MULTILINE)
+# tvm-ffi's loader (`DSOLibrary::Load`, src/ffi/extra/library_module_dynamic_lib.cc) names the
+# module it opened and appends dlerror(): flashinfer's JIT modules and deep_gemm load through it.
+_TVM_FFI = re.compile(r"Failed to load dynamic shared library (?P<module>\S+) "
+                      r"(?P<soname>[\w+.-]+\.so(?:\.\d+)*): cannot open shared object file")
 _NO_GPU = re.compile(r"Compute capability: None|Expected variant: CPU")
 
 
 def computes(message: str) -> bool:
     """This module has an answer for the message's shape (whatever its exception class)."""
     return bool(_SYMBOL.search(message) or _TORCHVISION.search(message)
-                or _SGL_KERNEL.search(message) or version_check(message) is not None)
+                or _SGL_KERNEL.search(message) or _TVM_FFI.search(message)
+                or version_check(message) is not None)
 
 
 def distribution_of(library: str) -> str | None:
@@ -205,6 +210,8 @@ def remedy(message: str, sglang_version: str | None) -> Answer | None:
         return companion_answer("torchvision", sglang_version)
     if _SGL_KERNEL.search(message):
         return sgl_kernel_answer(message, sglang_version)
+    if (ffi := _TVM_FFI.search(message)) is not None:
+        return tvm_ffi_answer(ffi["module"], ffi["soname"])
     check = version_check(message)
     return check_answer(check, sglang_version) if check is not None else None
 
@@ -274,6 +281,26 @@ def sgl_kernel_answer(message: str, sglang_version: str | None) -> Answer:
     got = _reinstall(doc + " Its message names no cause; python -c 'import sgl_kernel' prints the "
                      "underlying error.", "sglang-kernel", sglang_version)
     return got
+
+
+def tvm_ffi_answer(module: str, soname: str) -> Answer:
+    """tvm-ffi could not open a compiled module because a library it links is not found: the
+    package that installs the library (the soname table), and the build of the module's own
+    package for the CUDA in use when the library is of another CUDA release."""
+    from matcher.catalog.answer import Answer
+
+    dist = distribution_of(module)
+    owner = f"the {dist} package's {module.rsplit('/', 1)[-1]}" if dist else module
+    doc = (f"tvm-ffi could not load {owner}: it links {soname}, which the dynamic loader did "
+           "not find.")
+    rebuild = (f"Or install a build of {dist or 'the package that holds the module'} for the "
+               "CUDA your torch uses (python -c 'import torch; print(torch.version.cuda)'): a CUDA "
+               "library of another major release than torch's means the module was built for it")
+    got = soname_answer(soname)
+    if got is None:
+        find = f"Install what provides {soname} and put its directory on LD_LIBRARY_PATH"
+        return Answer(doc, (find, rebuild), ())
+    return Answer(doc + " " + got.documentation, (*got.solutions, rebuild), got.installs)
 
 
 @functools.lru_cache(maxsize=1)
