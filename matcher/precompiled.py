@@ -396,9 +396,10 @@ def build(out: Path, base: Path, records: Sequence[CatalogRecord], version: str
     tmp = out / ".partial"
     tmp.mkdir(exist_ok=True)
     (tmp / "engine.bin").write_bytes(encode_form(key, form))
-    columns = [tuple(column) for column in zip(*rows, strict=True)] if rows \
+    shared: dict[tuple[type, Any], Any] = {}
+    columns = [_one_of_each(column, shared) for column in zip(*rows, strict=True)] if rows \
         else [() for _ in RESIDENT]
-    (tmp / "records.pickle").write_bytes(pickle.dumps((columns, offsets),
+    (tmp / "records.pickle").write_bytes(pickle.dumps((columns, array("Q", offsets)),
                                                       protocol=pickle.HIGHEST_PROTOCOL))
     (tmp / "records.data").write_bytes(b"".join(pieces))
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -406,6 +407,20 @@ def build(out: Path, base: Path, records: Sequence[CatalogRecord], version: str
         os.replace(tmp / name, out / name)  # the manifest last: it vouches for the rest
     tmp.rmdir()
     return manifest
+
+
+def _one_of_each(values: Sequence[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
+    """`values`, each string, and each tuple of strings, one object per value (the first met,
+    kept in `shared`): pickle writes an object once however often it is referred to, and so
+    loads it once. 46,000 records share a third of their patterns and most of their version
+    lists: 4 MB at every start as separate copies."""
+    out = []
+    for value in values:
+        if type(value) is str or (type(value) is tuple
+                                  and all(type(v) is str for v in value)):
+            value = shared.setdefault((type(value), value), value)
+        out.append(value)
+    return tuple(out)
 
 
 # -- load -------------------------------------------------------------------------------------

@@ -134,6 +134,19 @@ def test_counting_the_catalog_reads_its_columns_and_settles_no_record(shipped):
     assert any('layer="generated"' in line for line in series)
 
 
+def test_the_columns_hold_each_equal_value_once(shipped):
+    """Equal strings and tuples of strings are one object in the columns (as pickle loads what
+    it wrote once): the records' shared patterns and version lists are not held twice."""
+    base, pre = shipped
+    store = load_catalog(builtin_dir=base, precompiled_dir=pre).records[0]._store
+    for name in ("message_pattern", "sglang_versions", "error_message", "locations"):
+        column = store.column(name)
+        first: dict[object, object] = {}
+        assert all(v is first.setdefault((type(v), v), v) for v in column), name
+    versions = store.column("sglang_versions")
+    assert len({id(v) for v in versions}) < len(versions) / 2
+
+
 def test_a_user_layer_compiles_on_its_own_with_the_same_precedence(shipped, tmp_path):
     base, pre = shipped
     source = load_catalog(builtin_dir=base, precompiled=False)
