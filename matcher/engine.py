@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -629,7 +630,9 @@ class _Literals:
     A pattern may have several literals (a cover: one per branch of an alternation)."""
 
     db: Any
-    ids: tuple[int, ...]  # by position in the database: the pattern
+    # by position in the database: the pattern (an array: the full catalog's 60,000 indexes
+    # as int objects were 2 MB)
+    ids: Sequence[int]
     texts: Sequence[str]  # by position in the database: the literal
     table: tuple[tuple[int, bytes], ...] = ()  # only without `db`: only then are bytes read
 
@@ -637,7 +640,7 @@ class _Literals:
     def of(cls, db: Any, base: int, ids: Sequence[int], texts: Sequence[str]) -> _Literals:
         """`texts` and their patterns' `ids` (indexes in the part), in the order `db` was built
         from."""
-        found = cls(db, tuple(base + i for i in ids) if base else tuple(ids), tuple(texts))
+        found = cls(db, array("q", [base + i for i in ids] if base else ids), tuple(texts))
         return found if db is not None else found.one_by_one()
 
     def one_by_one(self) -> _Literals:

@@ -13,12 +13,10 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from matcher import parallel
 from matcher.catalog import Catalog
 from matcher.engine import Engine
-from matcher.parallel import ParallelStats, Splitter, split_file
 from matcher.pipeline import Pipeline
 from matcher.progress import Progress
 from matcher.redact import Redactor
@@ -27,6 +25,9 @@ from matcher.report import exit_code
 from matcher.sinks.events import event_dict
 from matcher.source import saved
 from matcher.types import Chunk, Event
+
+if TYPE_CHECKING:
+    from matcher.parallel import ParallelStats, Splitter
 
 READ_SIZE = 1 << 20
 
@@ -63,6 +64,10 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
     (`matcher.parallel`; `split` chooses where a file is cut, for tests). `encode`: what each
     event dict becomes (`json_line`), made by those workers too. What was not read whole is
     said on `err` too; `progress` is told what is read and found as it is."""
+    # The worker processes' module (multiprocessing, the pool): loaded by a scan, not by every
+    # command that imports this one (`watch` reads with none of it).
+    from matcher import parallel
+
     engine = engine if engine is not None else Engine(catalog.records)
     pipeline = Pipeline(engine, catalog_version=catalog.version, input_format=input_format,
                         sglang_version=sglang_version)
@@ -83,7 +88,7 @@ def scan_events(inputs: Sequence[str], catalog: Catalog, *, input_format: str = 
         if jobs > 1 and parallel.worth_it(inputs, read_size):
             dicts, workers = parallel.scan(
                 pipeline, named, jobs=jobs, read_size=read_size, read_alone=read, order=order,
-                split=split or split_file, encode=encode, damaged=damaged,
+                split=split or parallel.split_file, encode=encode, damaged=damaged,
                 progress=progress.advance if progress else None, lost=lost.append)
         else:
             dicts = _read_one_by_one(pipeline, named, read, order, encode)

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import prometheus_client
 import regex
@@ -42,8 +42,7 @@ from matcher.release import catalog_version_setting
 from matcher.selflog import OTLP_RESOURCE_ATTRIBUTES_IGNORED
 from matcher.sinks.events import EventWriter
 from matcher.sinks.metrics import MetricsSink
-from matcher.sinks.otlp import (
-    OtlpLogSink,
+from matcher.sinks.otlp_config import (
     check_url,
     env_headers,
     resolve_endpoint,
@@ -58,6 +57,9 @@ from matcher.source.stdin import StdinSource
 from matcher.source.tail import FileSource, descriptor_budget, own_identities
 from matcher.telemetry import Logger, Telemetry
 from matcher.types import Sink, Source
+
+if TYPE_CHECKING:
+    from matcher.sinks.otlp import OtlpLogSink
 
 
 @dataclass(slots=True)
@@ -501,6 +503,9 @@ def _otlp(config: Config, url: str | None, redactor: Redactor, telemetry: Teleme
     if prev is not None and prev.otlp is not None and prev.otlp.url == url \
             and prev.otlp.headers == headers and prev.otlp.resource == resource:
         return prev.otlp
+    # The exporter, and the protobuf messages it encodes with (2 MB, 10 ms), only when exporting.
+    from matcher.sinks.otlp import OtlpLogSink
+
     try:
         sink = OtlpLogSink(url, redactor=redactor, telemetry=telemetry.delivery("otlp"),
                            headers=headers, resource=resource)

@@ -1078,6 +1078,40 @@ def test_a_user_layer_without_a_precompiled_catalog_compiles_only_its_own_part(
         assert [("user-own", {"what": "gpus"})] in got
 
 
+def test_a_cache_entry_head_is_plain_data_with_each_value_once(tmp_path):
+    """The head (literals, heads, capture names, covers) comes back as compiled, each equal
+    value one object (a pattern's head its literal's string, equal capture names one list); a
+    head that names anything to call is damage, and the catalog is compiled again."""
+    import os
+    import pickle
+    import struct
+
+    from matcher.compile import compile_form
+    from matcher.stored_form import MAGIC, decode_form
+
+    records = small_catalog()
+    Engine(records, cache=EngineCache(tmp_path))
+    (entry,) = tmp_path.glob("engine-*.bin")
+    searched = [r for r in records if r.raised_in is None]
+    form, compiled = decode_form(entry, None, len(searched)), compile_form(searched, True)
+    assert (form.literal, form.names, form.heads, form.covers) == (
+        compiled.literal, compiled.names, compiled.heads, compiled.covers)
+    same = [(lit, head) for lit, head in zip(form.literal, form.heads, strict=True)
+            if lit is not None and lit == head]
+    assert same and all(lit is head for lit, head in same)
+    empty = [names for names in form.names if not names]
+    assert len(empty) > 1 and all(names is empty[0] for names in empty)
+
+    data = entry.read_bytes()
+    (size,) = struct.unpack_from("<Q", data, len(MAGIC))
+    calling = pickle.dumps(os.getcwd)
+    entry.write_bytes(MAGIC + struct.pack("<Q", len(calling)) + calling
+                      + data[len(MAGIC) + 8 + size:])
+    with pytest.raises(ValueError, match="not an engine cache file"):
+        decode_form(entry, None, len(searched))
+    assert Engine(records, cache=EngineCache(tmp_path)).stats.cache == "rebuilt"
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped byte"])
 def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, damage):
     records = small_catalog()

@@ -425,3 +425,16 @@ def test_a_real_failure_is_one_record_per_printed_event_across_a_sigterm_restart
             assert attrs(r.attributes)["log.file.path"] == str(log)
         kinds = json.dumps([e["event"] for e in d.events()])
         assert "sglang_error" in kinds
+
+
+def test_a_daemon_without_an_endpoint_loads_no_protobuf_messages():
+    """The exporter and its protobuf messages (2 MB, 10 ms of every start) are loaded when an
+    endpoint is set, not by the daemon's modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys, matcher.cli, matcher.daemon, matcher.topology; "
+            "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'google'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=REPO)
+    assert done.stdout.strip() == "[]"

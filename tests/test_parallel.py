@@ -405,3 +405,14 @@ def test_events_go_to_the_workers_in_batches_and_the_last_in_one_per_worker():
     assert pool.sizes == [256, 256]
     assert dicts.ordered(lambda e: -e) == [f"d{e}" for e in reversed(range(700))]
     assert pool.sizes == [256, 256, 94, 94]
+
+
+def test_only_a_scan_loads_the_worker_processes_module():
+    """`matcher.parallel` (multiprocessing, the pool: 30 ms of a start) is imported by a scan,
+    not by the command line's or the daemon's modules."""
+    code = ("import sys, matcher.cli, matcher.daemon, matcher.topology; "
+            "print(sorted(m for m in sys.modules "
+            "if m in ('matcher.parallel', 'matcher.worker_pool', 'multiprocessing')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=REPO)
+    assert done.stdout.strip() == "[]"

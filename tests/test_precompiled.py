@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
 
 from matcher import release, topology
 from matcher.catalog import load_catalog
@@ -26,7 +28,8 @@ from matcher.catalog.check import frame_text
 from matcher.config import Config
 from matcher.daemon import Daemon, Wakeup, stderr_logger
 from matcher.engine import Engine
-from matcher.precompiled import StoredRecord, build
+from matcher.precompiled import StoredRecord, build, resident_columns
+from matcher.sinks.metrics import MetricsSink
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -106,6 +109,42 @@ def test_the_artifact_loads_the_same_catalog_and_matches_the_same(shipped):
     assert store.filled == 50
     # A stored record copied with a change has fields of its own: `peek` reads them.
     assert dataclasses.replace(loaded.records[0], id="mine").peek("id") == "mine"
+
+
+def _exposition(catalog) -> list[str]:
+    """The metrics sink's series for `catalog`, without the times they were created at."""
+    registry = CollectorRegistry()
+    MetricsSink(registry, catalog=catalog, build_version="v", catalog_version="c")
+    return [line for line in generate_latest(registry).decode().splitlines()
+            if "_created" not in line]
+
+
+def test_counting_the_catalog_reads_its_columns_and_settles_no_record(shipped):
+    base, pre = shipped
+    source = load_catalog(builtin_dir=base, precompiled=False)
+    loaded = load_catalog(builtin_dir=base, precompiled_dir=pre)
+    store = loaded.records[0]._store
+    assert resident_columns(loaded.records, ("id", "layer", "origin")) == [
+        tuple(r.id for r in source.records), tuple(r.layer for r in source.records),
+        tuple(r.origin for r in source.records)]
+    series = _exposition(loaded)
+    # the zero series of the curated records read their fields: those records only
+    assert 0 < store.settled < 300 < len(loaded.records)
+    assert series == _exposition(source)
+    assert any('layer="generated"' in line for line in series)
+
+
+def test_the_columns_hold_each_equal_value_once(shipped):
+    """Equal strings and tuples of strings are one object in the columns (as pickle loads what
+    it wrote once): the records' shared patterns and version lists are not held twice."""
+    base, pre = shipped
+    store = load_catalog(builtin_dir=base, precompiled_dir=pre).records[0]._store
+    for name in ("message_pattern", "sglang_versions", "error_message", "locations"):
+        column = store.column(name)
+        first: dict[object, object] = {}
+        assert all(v is first.setdefault((type(v), v), v) for v in column), name
+    versions = store.column("sglang_versions")
+    assert len({id(v) for v in versions}) < len(versions) / 2
 
 
 def test_a_user_layer_compiles_on_its_own_with_the_same_precedence(shipped, tmp_path):

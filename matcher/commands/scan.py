@@ -13,7 +13,6 @@ from matcher.catalog import Catalog
 from matcher.commands.common import UsageError, catalog_args, load
 from matcher.commands.parser import EXIT_OK, EXIT_USAGE, Subcommands, exit_codes, positive_int
 from matcher.decode import INPUT_FORMATS
-from matcher.parallel import usable_cores
 from matcher.progress import Progress
 from matcher.release import AUTO
 from matcher.report import escape_controls, exit_code, render
@@ -50,6 +49,8 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from matcher.parallel import usable_cores  # the worker processes' module: `scan`'s only
+
     return cmd_scan(args.inputs, args.format, load(args), sys.stdout,
                     input_format=args.input_format, sglang_version=args.sglang_version or AUTO,
                     jobs=args.jobs or usable_cores(), progress=args.progress)

@@ -36,6 +36,7 @@ falls back to its generic words past that).
 
 from __future__ import annotations
 
+import collections
 import re
 import threading
 import time
@@ -46,6 +47,7 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from matcher.catalog.schema import SEVERITIES
+from matcher.precompiled import resident_columns
 from matcher.redact import Redactor
 from matcher.types import UNCLASSIFIED, Batch, Event
 
@@ -249,17 +251,21 @@ class MetricsSink:
             self._redactor = redactor
         version = (catalog_version if catalog_version is not None
                    else str(getattr(catalog, "version", "")))
-        for record in catalog.records:
-            self._records[record.id] = record
-            if record.layer in self._zero_layers:
+        records = catalog.records
+        # Columns, not each record's fields: a stored record read field by field is settled
+        # (`matcher.precompiled`), which for the built-in catalog's records cost every start.
+        ids, layers, error_classes = resident_columns(records, ("id", "layer", "error_class"))
+        self._records.update(zip(ids, records, strict=True))
+        for record, layer in zip(records, layers, strict=True):
+            if layer in self._zero_layers:
                 self._errors.labels(**self._error_labels(record))
-        classes = {r.error_class.rsplit(".", 1)[-1] for r in catalog.records if r.error_class}
+        classes = {c.rsplit(".", 1)[-1] for c in set(error_classes) if c}
         self._unknown_classes.pin(classes)
         for cls in sorted({OTHER, *classes}):
             self._unknown.labels(error_class=cls, **self._static)
         counts = dict.fromkeys(LAYERS, 0)
-        for record in catalog.records:
-            counts[record.layer] = counts.get(record.layer, 0) + 1
+        for layer, count in collections.Counter(layers).items():  # in order of first appearance
+            counts[layer] = counts.get(layer, 0) + count
         for layer, count in counts.items():
             self._patterns.labels(layer=layer, **self._static).set(count)
         for pid, (_, url) in list(self._fired.items()):  # a fired pattern's words, as now written
