@@ -99,3 +99,13 @@ def test_aiters_hip_call_line_is_recognized(engine: Engine, catalog: Catalog) ->
     assert slug_of(catalog, event) == "aiter-hip-call-failed"
     assert event["captures"]["hip_error"] == "invalid argument"
     assert event["captures"]["call"].startswith("hipModuleLaunchKernel(")
+
+
+def test_mooncake_stores_batch_rpc_failure_says_both_ways_out(engine: Engine,
+                                                              catalog: Catalog) -> None:
+    [event] = events_of(engine, catalog, "mooncake-batch-rpc-24018.log")
+    assert slug_of(catalog, event) == "mooncake-store-batch-rpc-failed"
+    assert event["captures"]["message"] == "Expected DiskDescriptor"
+    lost_master, own_fault = event["remediation"]["solutions"]
+    assert "mooncake_master" in lost_master
+    assert "Expected DiskDescriptor" in own_fault and ">=0.3.11" in own_fault

@@ -20,7 +20,8 @@ Two kinds of records, written to `patterns/sglang/generated/native.jsonl`:
   at file.rs:L:C:`, glibc's `prog: file.cpp:40: fn: Assertion \\`cond' failed.`, NVIDIA's
   `NVRM: Xid (PCI:…): N, …` (and one per Xid code NVIDIA documents), amdgpu page faults, and
   NVSHMEM's `file.cpp:L: non-zero status: N msg` (and its `NULL value` and
-  `file:function:line:` lines), AITER's `[AITER] file:L fail to call … ---> [HIP error](…)`.
+  `file:function:line:` lines), AITER's `[AITER] file:L fail to call … ---> [HIP error](…)`,
+  Mooncake Store's `Batch RPC call failed: …`.
 
 A status string that a curated record already recognizes is left to it (the curated record has
 remediation written from real threads).
@@ -451,6 +452,11 @@ SHAPES: tuple[Shape, ...] = (
           # https://github.com/ROCm/aiter/issues/1220 (train)
           (("fail to call hipModuleLaunchKernel( kernel_func, gdx, gdy, gdz, bdx, 1, 1, 0, "
             "stream, nullptr, (void**)&config) ---> [HIP error](invalid argument)"),)),
+    # Mooncake Store's master client (`LOG(ERROR) << "Batch RPC call failed: " << msg`).
+    Shape("mooncake batch rpc", "mooncake-store-batch-rpc-failed",
+          r"Batch RPC call failed: (?P<message>\S.*)", "mooncake", R.MOONCAKE_BATCH_RPC,
+          # https://github.com/sgl-project/sglang/issues/24018 (train)
+          ("Batch RPC call failed: Expected DiskDescriptor",)),
     Shape("ucx caught signal", "ucx-caught-signal",
           r"\] Caught signal (?P<signal>\d+) \((?P<reason>[^)\n]*)\)", "ucx", R.UCX_SIGNAL,
           # https://github.com/sgl-project/sglang/issues/6694 (train)
