@@ -192,20 +192,21 @@ def _curated_before_dependency_records(best: dict[int, tuple[SortKey, Match]],
             del best[i]
 
 
-# The generator of the native line shapes (a glog line: `E0529 … rdma_context.cpp:203] msg`).
+# The generator of the native line shapes (a glog line `E0529 … rdma_context.cpp:203] msg`,
+# NVSHMEM's `ibgda.cpp:2234: NULL value …`), and the source files they capture as `file`.
 NATIVE_SHAPES = "matcher.catalog.native"
-_GLOG_CAPTURES = frozenset({"date", "time", "file", "message"})
+_NATIVE_SOURCE = regex.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hh|hpp)$")
 
 
 def _native_lines_before_sglang_sites(best: dict[int, tuple[SortKey, Match]]) -> None:
-    """A plain line that a glog shape matches was logged by a C/C++ component's file (its
-    `file` capture), never by sglang's Python: a record of an sglang site whose message the
-    line's text happens to hold (`Failed to register {desc}: {e}`, logged by sglang's NIXL
-    storage backend, in Mooncake's `rdma_context.cpp] Failed to register memory …: Bad
-    address`) does not speak for it."""
+    """A plain line that a native shape matches with its C/C++ source file (`file`) was
+    logged by that file, never by sglang's Python: a record of an sglang site whose message
+    the line's text happens to hold (`Failed to register {desc}: {e}`, logged by sglang's
+    NIXL storage backend, in Mooncake's `rdma_context.cpp:203] Failed to register memory …:
+    Bad address`) does not speak for it."""
     native = {_target_of(m) for _, m in best.values()
               if m.on_header and m.pattern.peek("generator") == NATIVE_SHAPES
-              and _GLOG_CAPTURES <= m.captures.keys()}
+              and _NATIVE_SOURCE.search(m.captures.get("file") or "")}
     if not native:
         return
     for i, (_, m) in list(best.items()):
