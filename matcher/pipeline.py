@@ -595,7 +595,7 @@ def vocabulary_answered(events: list[Event]) -> list[Event]:
         elif _OS_ERRNO in e.captures:
             from matcher.catalog import errno_vocab
             answered = errno_vocab.remediation(e.captures, e.remediation)
-        elif _NATIVE_LINE <= e.captures.keys():
+        elif e.captures.keys() >= _NATIVE_LINE:
             from matcher.catalog import native_components
             answered = native_components.remediation(e.captures, e.remediation)
         if answered is not None:

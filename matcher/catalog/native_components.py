@@ -42,10 +42,10 @@ _RDMA = (
 
 _STORE_CODES = (
     (re.compile(r"\bRPC_(?:FAIL|TIMEOUT)\b"),
-     "Mooncake Store's client lost its master (RPC_FAIL/RPC_TIMEOUT): check that "
-     "`mooncake_master` is running and reachable from this node at the master address sglang "
-     "was given (`MOONCAKE_MASTER` or the config's `master_server_address`), and that nothing "
-     "between them (a firewall, a pod network policy) drops the connection"),
+     ("Mooncake Store's client lost its master (RPC_FAIL/RPC_TIMEOUT): check that "
+      "`mooncake_master` is running and reachable from this node at the master address sglang "
+      "was given (`MOONCAKE_MASTER` or the config's `master_server_address`), and that nothing "
+      "between them (a firewall, a pod network policy) drops the connection")),
 )
 
 
