@@ -76,6 +76,10 @@ def test_mooncake_stores_rpc_fail_says_where_its_master_is(engine: Engine,
     # the first line names no error code: no answer
     assert events[0]["captures"]["file"] == "master_client.cpp"
     assert events[0]["remediation"]["solutions"] == []
+    # coro_rpc's own easylog line between them is recognized, with where it was logged
+    [easylog] = [e for e in events if slug_of(catalog, e) == "easylog-error-line"]
+    assert easylog["captures"]["file"] == "coro_rpc_client.hpp"
+    assert easylog["captures"]["message"] == "client has been closed, please re-connect"
 
 
 def test_a_glog_line_outside_the_vocabularies_keeps_no_fix(engine: Engine,

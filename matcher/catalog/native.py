@@ -21,7 +21,7 @@ Two kinds of records, written to `patterns/sglang/generated/native.jsonl`:
   `NVRM: Xid (PCI:…): N, …` (and one per Xid code NVIDIA documents), amdgpu page faults, and
   NVSHMEM's `file.cpp:L: non-zero status: N msg` (and its `NULL value` and
   `file:function:line:` lines), AITER's `[AITER] file:L fail to call … ---> [HIP error](…)`,
-  Mooncake Store's `Batch RPC call failed: …`.
+  Mooncake Store's `Batch RPC call failed: …`, yalantinglibs' easylog `… ERROR [tid] [file:L] msg`.
 
 A status string that a curated record already recognizes is left to it (the curated record has
 remediation written from real threads).
@@ -452,6 +452,20 @@ SHAPES: tuple[Shape, ...] = (
           # https://github.com/ROCm/aiter/issues/1220 (train)
           (("fail to call hipModuleLaunchKernel( kernel_func, gdx, gdy, gdz, bdx, 1, 1, 0, "
             "stream, nullptr, (void**)&config) ---> [HIP error](invalid argument)"),)),
+    # yalantinglibs' easylog (coro_rpc, the RPC under Mooncake Store): `date time LEVEL [tid]
+    # [file:line] msg`, the level padded to eight characters.
+    Shape("easylog error", "easylog-error-line",
+          r"(?<!\S)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (?P<level>ERROR|CRITICAL) +"
+          r"\[(?P<thread>\d+)\] \[(?P<file>[^\s:\]]+\.(?:hpp|cpp|h|cc)):(?P<line>\d+)\] "
+          r"(?P<message>.+)", "yalantinglibs",
+          R.Remedy("An error logged with easylog by yalantinglibs (coro_rpc, coro_io: the RPC "
+                   "library under Mooncake Store's client and master) at `file:line`, with what "
+                   "failed — in coro_rpc mostly a connection to the other end (`mooncake_master` "
+                   "or a peer) that closed or could not be made. Mooncake's own lines around it "
+                   "say which call it broke."),
+          # https://github.com/kvcache-ai/Mooncake/issues/456 (train)
+          (("2025-06-06 09:39:00.285457 ERROR    [382] [coro_rpc_client.hpp:923] client has "
+            "been closed, please re-connect"),)),
     # Mooncake Store's master client (`LOG(ERROR) << "Batch RPC call failed: " << msg`).
     Shape("mooncake batch rpc", "mooncake-store-batch-rpc-failed",
           r"Batch RPC call failed: (?P<message>\S.*)", "mooncake", R.MOONCAKE_BATCH_RPC,
