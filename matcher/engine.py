@@ -193,6 +193,29 @@ def _curated_before_dependency_records(best: dict[int, tuple[SortKey, Match]],
             del best[i]
 
 
+# The generator of the native line shapes (a glog line `E0529 … rdma_context.cpp:203] msg`,
+# NVSHMEM's `ibgda.cpp:2234: NULL value …`), and the source files they capture as `file`.
+NATIVE_SHAPES = "matcher.catalog.native"
+_NATIVE_SOURCE = regex.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hh|hpp)$")
+
+
+def _native_lines_before_sglang_sites(best: dict[int, tuple[SortKey, Match]]) -> None:
+    """A plain line that a native shape matches with its C/C++ source file (`file`) was
+    logged by that file, never by sglang's Python: a record of an sglang site whose message
+    the line's text happens to hold (`Failed to register {desc}: {e}`, logged by sglang's
+    NIXL storage backend, in Mooncake's `rdma_context.cpp:203] Failed to register memory …:
+    Bad address`) does not speak for it."""
+    native = {_target_of(m) for _, m in best.values()
+              if m.on_header and m.pattern.peek("generator") == NATIVE_SHAPES
+              and _NATIVE_SOURCE.search(m.captures.get("file") or "")}
+    if not native:
+        return
+    for i, (_, m) in list(best.items()):
+        path = m.pattern.peek("file_path") or ""
+        if _target_of(m) in native and path.startswith("python/sglang/"):
+            del best[i]
+
+
 def _target_of(m: Match) -> tuple[bool, str, str]:
     """What a match was found in: an exception (its class and message) or a header's (a plain
     line's) text, whatever class each record names."""
@@ -472,6 +495,7 @@ class Engine:
             self._match_cut(record, targets, best)
         if best:
             _lookalikes_at_their_frame(record, best)
+            _native_lines_before_sglang_sites(best)
             _curated_before_dependency_records(best, len(record.exceptions) > 1)
         if record.kind == "traceback" and best:
             _drop_contradicted_sites(record, best)

@@ -19,7 +19,9 @@ Two kinds of records, written to `patterns/sglang/generated/native.jsonl`:
   `Fatal Python error: …` (and one per signal faulthandler names), Rust's `thread 'x' panicked
   at file.rs:L:C:`, glibc's `prog: file.cpp:40: fn: Assertion \\`cond' failed.`, NVIDIA's
   `NVRM: Xid (PCI:…): N, …` (and one per Xid code NVIDIA documents), amdgpu page faults, and
-  NVSHMEM's `file.cpp:L: non-zero status: N msg`.
+  NVSHMEM's `file.cpp:L: non-zero status: N msg` (and its `NULL value` and
+  `file:function:line:` lines), AITER's `[AITER] file:L fail to call … ---> [HIP error](…)`,
+  Mooncake Store's `Batch RPC call failed: …`, yalantinglibs' easylog `… ERROR [tid] [file:L] msg`.
 
 A status string that a curated record already recognizes is left to it (the curated record has
 remediation written from real threads).
@@ -152,7 +154,8 @@ def status_pattern(s: Status) -> str:
     raise ValueError(f"unknown family {s.family}")
 
 
-NVSHMEM_LEAD = r"(?P<file>[^\s:]+\.(?:cpp|cu|cc|c|h)):(?P<line>\d+): non-zero status: (?P<status>-?\d+) "
+NVSHMEM_FILE = r"(?P<file>[^\s:]+\.(?:cpp|cu|cc|c|h))"
+NVSHMEM_LEAD = NVSHMEM_FILE + r":(?P<line>\d+): non-zero status: (?P<status>-?\d+) "
 
 
 # -- records -----------------------------------------------------------------------------------
@@ -308,7 +311,7 @@ def _slug(text: str) -> str:
 # glog: `E0521 12:34:56.789012 12345 transfer_metadata.cpp:877] msg` — the file's extension
 # spelled out so that every line of this shape holds a literal the prefilter can look for.
 _GLOG = (r"(?<!\S)(?P<severity>{letter})(?P<date>\d{{4}}) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
-         r"(?P<thread>\d+) (?=(?P<file>[^\s:\]]+):\d+\] )[^\s:\]]*?"
+         r"(?:(?P<thread>\d+) +)?(?=(?P<file>[^\s:\]]+):\d+\] )[^\s:\]]*?"
          r"(?:cpp:|cc:|cu:|cuh:|hpp:|cxx:|hh:|\.h:|\.c:|\.rs:)(?P<line>\d+)\] (?P<message>.*)")
 
 
@@ -403,6 +406,28 @@ SHAPES: tuple[Shape, ...] = (
     Shape("nvshmem", "nvshmem-non-zero-status", NVSHMEM_LEAD + r"(?P<message>\S.*)", "nvshmem",
           R.Remedy("NVSHMEM reported a failed call at `file:line` with a non-zero status (an "
                    "errno value or an NVSHMEM code) and what failed.")),
+    # NVSHMEM's other error macros (`src/include/non_abi/nvshmemx_error.h`): `NULL_ERROR_JMP`
+    # prints `%s:%d: NULL value ` and its message; `ERROR_PRINT`/`ERROR_EXIT` print
+    # `%s:%s:%d: ` (file, function, line) — a shape kept to paths under an `nvshmem/` folder.
+    Shape("nvshmem null", "nvshmem-null-value",
+          NVSHMEM_FILE + r":(?P<line>\d+): NULL value (?P<message>\S.*)", "nvshmem",
+          R.Remedy("NVSHMEM got no object back from a call it needed at `file:line` (`NULL "
+                   "value`, then what it could not create or allocate) and gave up the step: "
+                   "the NVSHMEM lines after it are that failure going up, and the process that "
+                   "started NVSHMEM (DeepEP's buffer, for sglang's `--moe-a2a-backend deepep`) "
+                   "fails with it."),
+          # https://github.com/NVIDIA-NeMo/Megatron-Bridge/issues/5050 (train)
+          (("/dvs/p4/build/sw/rel/gpgpu/toolkit/r13.0/main_nvshmem/src/modules/transport/ibgda/"
+            "ibgda.cpp:2234: NULL value Unable to create ah."),)),
+    Shape("nvshmem error", "nvshmem-error-line",
+          r"(?P<file>[^\s:]*nvshmem/[^\s:]*\.(?:cpp|cu|cc|c|h)):(?P<function>\w+):"
+          r"(?P<line>\d+): (?P<message>\S.*)", "nvshmem",
+          R.Remedy("NVSHMEM reported an error at `file:function:line` (its `NVSHMEMI_ERROR_PRINT`) "
+                   "and what failed; the first such line of a run is the cause, those after it "
+                   "the failure going up."),
+          # https://github.com/sgl-project/sglang/issues/7450 (train)
+          (("/sgl-workspace/nvshmem/src/host/team/team.cu:nvshmem_team_split_strided:63: NVSHMEM "
+            "API called before NVSHMEM initialization has completed"),)),
     Shape("memfabric error", "memfabric-error-line",
           r"(?<!\S)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ error (?P<tid>\d+) pid\[(?P<pid>\d+)\] "
           r"\[(?P<module>[A-Z]+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] (?P<message>.+)",
@@ -414,6 +439,38 @@ SHAPES: tuple[Shape, ...] = (
           # https://github.com/sgl-project/sglang/issues/10748 (train)
           (("2025-09-22 20:20:40.102319 error 12789 pid[12789] [BM devmm_ioctl.cpp:122] svm "
             "advise failed:-1 : 3 : No such process"),)),
+    # AITER's `HIP_CALL` (`csrc/include/aiter_hip_common.h`): `[AITER] %s:%d fail to call %s
+    # ---> [HIP error](%s)`, then `exit(0)`; the same macro under other tags (`[TOPK]`).
+    Shape("aiter hip call", "aiter-hip-call-failed",
+          r"(?:\[(?P<tag>[A-Z]+)\] (?P<file>[^\s:]+):(?P<line>\d+) )?fail to call (?P<call>.+?) "
+          r"---> \[HIP error\]\((?P<hip_error>[^)\n]*)\)", "aiter",
+          R.Remedy("A call to the HIP runtime from AITER (AMD's kernel library, sglang's "
+                   "attention and MoE kernels on ROCm) failed with the HIP error in brackets "
+                   "(`hipGetErrorString`), at AITER's `file:line` (often a module it built "
+                   "just in time, under `aiter/jit/build/`); AITER exits the process right "
+                   "after, so the schedulers die without a Python traceback."),
+          # https://github.com/ROCm/aiter/issues/1220 (train)
+          (("fail to call hipModuleLaunchKernel( kernel_func, gdx, gdy, gdz, bdx, 1, 1, 0, "
+            "stream, nullptr, (void**)&config) ---> [HIP error](invalid argument)"),)),
+    # yalantinglibs' easylog (coro_rpc, the RPC under Mooncake Store): `date time LEVEL [tid]
+    # [file:line] msg`, the level padded to eight characters.
+    Shape("easylog error", "easylog-error-line",
+          r"(?<!\S)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (?P<level>ERROR|CRITICAL) +"
+          r"\[(?P<thread>\d+)\] \[(?P<file>[^\s:\]]+\.(?:hpp|cpp|h|cc)):(?P<line>\d+)\] "
+          r"(?P<message>.+)", "yalantinglibs",
+          R.Remedy("An error logged with easylog by yalantinglibs (coro_rpc, coro_io: the RPC "
+                   "library under Mooncake Store's client and master) at `file:line`, with what "
+                   "failed — in coro_rpc mostly a connection to the other end (`mooncake_master` "
+                   "or a peer) that closed or could not be made. Mooncake's own lines around it "
+                   "say which call it broke."),
+          # https://github.com/kvcache-ai/Mooncake/issues/456 (train)
+          (("2025-06-06 09:39:00.285457 ERROR    [382] [coro_rpc_client.hpp:923] client has "
+            "been closed, please re-connect"),)),
+    # Mooncake Store's master client (`LOG(ERROR) << "Batch RPC call failed: " << msg`).
+    Shape("mooncake batch rpc", "mooncake-store-batch-rpc-failed",
+          r"Batch RPC call failed: (?P<message>\S.*)", "mooncake", R.MOONCAKE_BATCH_RPC,
+          # https://github.com/sgl-project/sglang/issues/24018 (train)
+          ("Batch RPC call failed: Expected DiskDescriptor",)),
     Shape("ucx caught signal", "ucx-caught-signal",
           r"\] Caught signal (?P<signal>\d+) \((?P<reason>[^)\n]*)\)", "ucx", R.UCX_SIGNAL,
           # https://github.com/sgl-project/sglang/issues/6694 (train)

@@ -641,3 +641,23 @@ XGRAMMAR_ABORT = Remedy(
      ("Until then, reject or simplify the request's schema (the one being compiled when it "
       "aborted: nesting depth, recursive `$ref`)")),
     severity="critical")
+
+
+MOONCAKE_BATCH_RPC = Remedy(
+    "Mooncake Store's client (sglang's HiCache `mooncake` storage backend) sent a batch of "
+    "calls to `mooncake_master` and got no result back (`MasterClient::invoke_batch_rpc`, "
+    "mooncake-store/src/master_client.cpp): every call of the batch fails with RPC_FAIL (or "
+    "RPC_TIMEOUT), so the pages it was to read or write are not read or written. The text "
+    "after the colon is coro_rpc's: a transport error, or the text of an exception the master "
+    "threw serving the call.",
+    (("When the text is a connection error (refused, reset, end of file, timed out), the "
+      "client lost `mooncake_master`: check that it is running and reachable from this node at "
+      "the master address sglang was given (`MOONCAKE_MASTER` or the config's "
+      "`master_server_address`)"),
+     ("When the text is a message of Mooncake's own code, Mooncake failed serving the call: "
+      "`Expected DiskDescriptor` is a page offloaded to SSD read back as the wrong kind of "
+      "replica, whose read paths Mooncake 0.3.11 reworked (kvcache-ai/Mooncake#2004) — run "
+      "the same release, 0.3.11 or newer, on the master and on every sglang node "
+      "(`pip install -U 'mooncake-transfer-engine>=0.3.11'`); if it stays, report it to "
+      "kvcache-ai/Mooncake with the master's log")))
+
