@@ -570,17 +570,18 @@ class Pipeline:
         return f
 
 
-# The captures a closed vocabulary answers (the names `matcher.catalog.exit_status` and
-# `matcher.catalog.errno_vocab` read; kept here so that neither is imported before an event
-# needs it).
+# The captures a closed vocabulary answers (the names `matcher.catalog.exit_status`,
+# `matcher.catalog.errno_vocab` and `matcher.catalog.http_status` read; kept here so that none
+# is imported before an event needs it).
 _EXIT_STATUS = frozenset({"exit_code", "exitcode", "returncode", "return_code"})
 _OS_ERRNO = "os_errno"
+_HTTP_STATUS = "http_status"
 
 
 def vocabulary_answered(events: list[Event]) -> list[Event]:
-    """Events that captured a process's exit status or an OS error number say what it means
-    and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`), ahead of
-    their record's solutions."""
+    """Events that captured a process's exit status, an OS error number or an HTTP status say
+    what it means and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`,
+    `matcher.catalog.http_status`), ahead of their record's solutions."""
     out = events
     for i, e in enumerate(events):
         if e.pattern_id is None or not e.captures:
@@ -592,6 +593,9 @@ def vocabulary_answered(events: list[Event]) -> list[Event]:
         elif _OS_ERRNO in e.captures:
             from matcher.catalog import errno_vocab
             answered = errno_vocab.remediation(e.captures, e.remediation)
+        elif _HTTP_STATUS in e.captures:
+            from matcher.catalog import http_status
+            answered = http_status.remediation(e.captures, e.remediation)
         if answered is not None:
             if out is events:
                 out = list(events)
