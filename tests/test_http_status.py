@@ -113,3 +113,21 @@ def test_the_answer_goes_ahead_of_the_record_words() -> None:
     assert out["documentation"] == "HTTP 503 is Service Unavailable. A client got an error status."
     assert out["solutions"][1:] == ["Read the log"] and "/health" in out["solutions"][0]
     assert http_status.remediation({"path": "/x"}, base) is None
+
+
+def test_client_exceptions_without_a_status_are_answered_by_their_own_records(engine) -> None:
+    """A closed connection, a refused one, a timeout: the clients' own words, run here."""
+    text = (FIXTURES / "client" / "http-client-exceptions.log").read_text(encoding="utf-8")
+    found = [s for s, _ in slugs_and_statuses(engine, text)]
+    assert found.count("http-client-server-closed-connection") == 2  # requests, httpx
+    for slug in ("http-client-server-disconnected-aiohttp", "http-client-cannot-connect-aiohttp",
+                 "openai-client-request-timed-out", "http-client-read-timed-out-requests"):
+        assert slug in found
+    assert found.count("openai-client-connection-error") == 2
+    assert "unknown" not in found[:7]  # httpx's refused connection: its errno's record
+
+
+def test_a_health_probe_logged_by_httpx_is_left_out(engine) -> None:
+    line = ('INFO:httpx: HTTP Request: GET http://127.0.0.1:42595/health_generate '
+            '"HTTP/1.0 503 Service Unavailable"\n')
+    assert scan(engine, line) == []
