@@ -118,8 +118,10 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
-    """The event of a record, and its matched exception is the excerpt's root-cause line."""
+def is_root_cause(event: dict[str, Any], root_cause: str, *, specific: bool = False) -> bool:
+    """The event of a record, and its matched exception is the excerpt's root-cause line
+    (`specific`: the event's record is not a generic shape of the native vocabularies, such
+    as any `thread '…' panicked at …`; only a specific one recognizes a Rust panic)."""
     if event.get("event") not in ("sglang_error", "sglang_warning") or event.get("role", "cause") != "cause":
         return False
     # The message's first line: the root-cause line is one line, a message may go on.
@@ -127,6 +129,13 @@ def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
     line = _norm(root_cause)
     cls = event.get("error_class") or ""
     on_exception = bool(cls) and message.startswith(cls)
+    panic = _panic_header(event)
+    if panic is not None:
+        # A Rust panic has no class: its header names the site, the line after it the failure
+        # — one root cause either way, recognized by a record of that site (matched on the
+        # header: `panicked at …/src/x.rs:463:40`) or of that message, not by the generic
+        # panic record.
+        return specific and (line in (panic, message) or (len(message) >= 8 and message in line))
     if event.get("traceback") and not on_exception:
         return False  # matched on a traceback's header: a failure, not which one
     if message and line and (message in line or line in message):
@@ -147,6 +156,17 @@ def is_root_cause(event: dict[str, Any], root_cause: str) -> bool:
 
 
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b(?::|$)")
+
+# A Rust panic's header (`thread 'x' (7516) panicked at src/server.rs:25:27:`), as the matcher's
+# framing opens a panic's record with it (`matcher.framing._PANIC`).
+_PANIC_HEADER = re.compile(r"thread '[^'\n]*'(?: \(\d+\))? panicked at \S+:\d+:\d+:$")
+
+
+def _panic_header(event: dict[str, Any]) -> str | None:
+    """The header of the Rust panic the event was matched in; None for another record."""
+    lines = (event.get("traceback") or "").splitlines()
+    header = _norm(lines[0]) if lines else ""
+    return header if _PANIC_HEADER.search(header) else None
 
 
 @dataclass(frozen=True)
@@ -216,6 +236,7 @@ def scan(engine: Engine, catalog: Catalog, path: Path) -> list[dict[str, Any]]:
 def score(excerpts: Iterable[Excerpt], catalog: Catalog,
           disagreements: list[Disagreement] | None = None) -> list[Outcome]:
     engine = Engine(catalog.records)
+    generic = {r.id for r in catalog.records if r.error_type == "native"}
     outcomes = []
     for ex in excerpts:
         events = scan(engine, catalog, ex.path)
@@ -226,7 +247,8 @@ def score(excerpts: Iterable[Excerpt], catalog: Catalog,
                     disagreements.append(Disagreement(
                         ex.path.relative_to(ROOT / "tests" / "fixtures").as_posix(),
                         e["pattern_id"], (e.get("message") or "")[:160], *found))
-        hit = next((e for e in events if is_root_cause(e, ex.root_cause)), None)
+        hit = next((e for e in events if is_root_cause(
+            e, ex.root_cause, specific=e.get("pattern_id") not in generic)), None)
         solutions = (hit.get("remediation") or {}).get("solutions") or [] if hit else []
         fix = any(not is_pointer(s) for s in solutions)
         outcomes.append(Outcome(

@@ -571,19 +571,21 @@ class Pipeline:
 
 
 # The captures a closed vocabulary answers (the names `matcher.catalog.exit_status`,
-# `matcher.catalog.errno_vocab` and `matcher.catalog.native_components` read; kept here so that
-# none is imported before an event needs it).
+# `matcher.catalog.errno_vocab`, `matcher.catalog.http_status` and
+# `matcher.catalog.native_components` read; kept here so that none is imported before an event
+# needs it).
 _EXIT_STATUS = frozenset({"exit_code", "exitcode", "returncode", "return_code"})
 _OS_ERRNO = "os_errno"
+_HTTP_STATUS = "http_status"
 # A glog line's captures (`matcher.catalog.native_components` answers Mooncake's).
 _NATIVE_LINE = frozenset({"date", "time", "file", "message"})
 
 
 def vocabulary_answered(events: list[Event]) -> list[Event]:
-    """Events that captured a process's exit status or an OS error number say what it means
-    and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`), and glog
-    lines of Mooncake what to do (`matcher.catalog.native_components`), ahead of their record's
-    solutions."""
+    """Events that captured a process's exit status, an OS error number or an HTTP status say
+    what it means and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`,
+    `matcher.catalog.http_status`), and glog lines of Mooncake what to do
+    (`matcher.catalog.native_components`), ahead of their record's solutions."""
     out = events
     for i, e in enumerate(events):
         if e.pattern_id is None or not e.captures:
@@ -595,6 +597,9 @@ def vocabulary_answered(events: list[Event]) -> list[Event]:
         elif _OS_ERRNO in e.captures:
             from matcher.catalog import errno_vocab
             answered = errno_vocab.remediation(e.captures, e.remediation)
+        elif _HTTP_STATUS in e.captures:
+            from matcher.catalog import http_status
+            answered = http_status.remediation(e.captures, e.remediation)
         elif e.captures.keys() >= _NATIVE_LINE:
             from matcher.catalog import native_components
             answered = native_components.remediation(e.captures, e.remediation)

@@ -84,3 +84,23 @@ def test_a_root_cause_is_the_matched_exception_not_the_header_or_another_line():
                          "    assert self.req_to_token_pool is not None\nAssertionError"}
     assert is_root_cause(bare, "    assert self.req_to_token_pool is not None")
     assert not is_root_cause(bare, "    assert other is not None")
+
+
+def test_a_rust_panic_is_recognized_by_a_record_of_its_site_or_message_only():
+    """A panic has no class: its header names the site, the next line the failure. The
+    generic record of any `panicked at` says neither (https://github.com/sgl-project/sglang/
+    pull/7619, train)."""
+    header = ("thread '<unnamed>' panicked at /home/router/.cargo/registry/src/index.crates.io-"
+              "1949cf8c6b5b557f/tokio-1.45.1/src/runtime/blocking/shutdown.rs:51:21:")
+    message = ("Cannot drop a runtime in a context where blocking is not allowed. This happens "
+               "when a runtime is dropped from within an asynchronous context.")
+    on_message = {"event": "sglang_error", "role": "cause", "error_class": "UnclassifiedError",
+                  "message": message, "traceback": header + "\n" + message}
+    for label in (header, message):
+        assert is_root_cause(on_message, label, specific=True)
+        assert not is_root_cause(on_message, label)  # a generic record's event
+    on_header = {**on_message, "message": header}
+    assert is_root_cause(on_header, header, specific=True)  # a record of that frame
+    assert not is_root_cause(on_header, header, specific=False)
+    assert not is_root_cause(on_message, "thread 'main' panicked at src/main.rs:1:1:",
+                             specific=True)
