@@ -2,7 +2,7 @@ r"""sglang's Rust router / model gateway (PyPI `sglang-router`, later `smg`) →
 
     python -m matcher.catalog.router --sdist-dir DIR [-o patterns/sglang/generated/router.jsonl]
     python -m matcher.catalog.router --package smg --sdist-dir DIR \
-        --skip-known patterns/sglang/generated/router.jsonl --specific 80   # → smg.jsonl
+        --skip-known patterns/sglang/generated/router.jsonl --specific 30   # → smg.jsonl
 
 The router was published as `sglang-router` up to 0.3.2 and as `smg` since (its own layout of
 crates, `LAYOUTS`); each package's records name it, its releases and `pip install -U` it.
@@ -770,9 +770,10 @@ _NOT_THE_ROUTER = ("crates/mock_worker/",)
 def specific(record: dict[str, Any], min_run: int) -> bool:
     """A record kept under a memory budget: a panic with a message (not one known by its
     frame alone), an error-level log line or the Python launcher's error — what a
-    failed run prints — and an error value only when a rule gives it
+    failing run prints — and an error value only when a rule gives it
     a fix or its text holds a literal run of `min_run` characters (the most specific of the many
-    `Err(format!(…))` sites); warning-level logs are left out."""
+    `Err(format!(…))` sites). Warning-level logs are left out: many are printed by a router that
+    works (a store not configured, a fallback taken), and an event for each would be noise."""
     if record["filePath"].startswith(_NOT_THE_ROUTER):
         return False
     kind = record["errorType"]
