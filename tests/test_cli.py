@@ -207,6 +207,7 @@ LAUNCH_ROOT_CAUSES = [
     ("base_gpu_id_negative", "base-gpu-id-must-be-non-negative"),
     ("cpu_engine_no_sgl_kernel", "missing-python-module"),
     ("cuda_graph_padding_torch_compile", "disable-cuda-graph-padding-is-incompatible-with"),
+    ("cuda_graph_prefill_max_context_zero", "cuda-graph-prefill-max-context-must-be-a-positiv"),
     ("dcp_replicate_q_proj_without_dcp", "dcp-replicate-q-proj-requires-dcp-size-1"),
     ("dcp_size_zero", "decode-context-parallel-size-dcp-size-decode-con"),
     ("decode_host_receive_threshold_range", "disaggregation-decode-host-receive-threshold-mus"),

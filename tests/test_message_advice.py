@@ -60,3 +60,30 @@ def test_shipped_records_carry_the_step_only_where_every_release_has_the_flags()
     # the diffusion server's flags are not in the table of sglang's parser: left as they were
     fsdp = [r for r in records if "Run without --use-fsdp-inference" in (r.get("errorMessage") or "")]
     assert fsdp and all(message_advice.ADVICE_TAG not in r["tags"] for r in fsdp)
+
+
+def test_a_bound_the_message_states_for_a_flag_is_its_fix() -> None:
+    # a launch here: tests/fixtures/sglang/launch/cuda_graph_prefill_max_context_zero.cmd
+    log = (ROOT / "tests" / "fixtures" / "sglang" / "launch"
+           / "cuda_graph_prefill_max_context_zero.log").read_text(encoding="utf-8")
+    message = next(line for line in log.splitlines()
+                   if line.startswith("ValueError: ")).split(": ", 1)[1]
+    assert message_advice.bound_advice(message) == (
+        "--cuda-graph-prefill-max-context", "a positive integer", 0.0, False)
+    records = [json.loads(line) for line in GENERATED.read_text(encoding="utf-8").splitlines()]
+    record = next(r for r in records if r.get("errorMessage") == message)
+    # no default: the check runs only on a value given (the same launch without it passes it)
+    assert record["solutions"][0] == (
+        "Give `--cuda-graph-prefill-max-context` a value that is a positive integer, as the "
+        "message says, or leave `--cuda-graph-prefill-max-context` out of the launch command "
+        "(it has no default value).")
+
+
+def test_a_bound_naming_another_flag_or_inside_a_sentence_is_no_fix() -> None:
+    assert message_advice.bound_advice("--speculative-draft-window-size must be >= "
+                                       "--speculative-num-draft-tokens (block_size).") is None
+    assert message_advice.bound_advice("The value of --max-ep-size must be a positive "
+                                       "integer.") is None
+    assert message_advice.bound_advice("--linear-replayssm-cache-len must be >= 1, got 0.")[2:] \
+        == (1.0, True)
+    assert message_advice.bound_advice("--lora-drain-wait-threshold must be non-negative.")[3]
