@@ -38,12 +38,14 @@ import regex
 
 MASK = "***"
 
-# The last word of a key that names a secret (case-insensitive). Tokenizer words are not.
+# The last word of a key that names a secret (case-insensitive). Tokenizer words are not, nor
+# a model's forward or backward pass (`in the forward pass: …`).
 _SECRET_WORD = (
     r"(?:(?:api|access|secret|private|auth|account|shared[_-]?access|master|signing|encryption"
     r"|client|service|subscription|session|storage)[_-]?key|private[_-]?key[_-]?id"
     r"|(?<!(?:pad|eos|bos|unk|sep|cls|mask|special|start|end|stop|image|audio|video)[_-])token"
-    r"|secrets?|password|passwd|passphrase|pass|pwd|credentials?|auth|signature|sig|cookie)"
+    r"|secrets?|password|passwd|passphrase|(?<!(?:forward|backward)[ \t])pass|pwd|credentials?"
+    r"|auth|signature|sig|cookie)"
 )
 # The same words closing a camelCase, PascalCase or upper-case key with no separator
 # (`apiKey`, `AccountKey` of an Azure connection string, npm's `_authToken`, `APIKEY`),

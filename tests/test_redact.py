@@ -144,6 +144,7 @@ NOT_SECRETS = [
     "eos_token: </s>, bos_token = <s>, api_key: None, hf_token=None",
     "connecting to http://10.0.0.5:8080/generate and redis://cache:6379/0",
     "KeyError: 'model.layers.0.self_attn.k_proj.weight'",
+    "Unsupported architecture in the forward pass: `deep_gemm.fp8_mqa_logits` needs SM90",
 ]
 
 
