@@ -210,3 +210,30 @@ def test_pips_older_wording_is_read_too() -> None:
     old = pip_conflicts.answer("botocore 1.9.21 has requirement python-dateutil<2.7.0,>=2.1, but "
                                "you'll have python-dateutil 2.7.2 which is incompatible.")
     assert old is not None and old.installs == ("python-dateutil<2.7.0,>=2.1",)
+
+
+# A union of types (`X | Y`) evaluated by Python 3.8/3.9: as pasted in train threads.
+PEP604_LINES = [
+    # https://github.com/sgl-project/sglang/pull/940 (train)
+    "TypeError: unsupported operand type(s) for |: '_GenericAlias' and 'NoneType'",
+    # https://github.com/feder-cr/invisible_playwright_mcp/issues/7 (train)
+    "TypeError: unsupported operand type(s) for |: 'type' and 'NoneType'",
+    # https://github.com/langbot-app/LangBot/issues/895 (train)
+    "TypeError: unsupported operand type(s) for |: '_UnionGenericAlias' and '_UnionGenericAlias'",
+]
+
+
+@pytest.mark.parametrize("line", PEP604_LINES)
+def test_a_type_union_on_python_before_3_10_says_to_run_3_10(engine, line):
+    (event,) = events(engine, line + "\n")
+    assert event["slug"] == "pep604-union-on-old-python"
+    assert "Python 3.10 or newer" in event["remediation"]["solutions"][0]
+
+
+@pytest.mark.parametrize("line", [
+    # both run here with Python 3.11: they fail on every Python, so they say nothing of its version
+    "TypeError: unsupported operand type(s) for |: 'NoneType' and 'NoneType'",
+    "TypeError: unsupported operand type(s) for |: 'type' and 'str'",
+])
+def test_a_union_that_fails_on_every_python_is_not_blamed_on_its_version(engine, line):
+    assert all(e["slug"] != "pep604-union-on-old-python" for e in events(engine, line + "\n"))
