@@ -72,15 +72,16 @@ def _answered(e: Event, record_of: Callable[[str], CatalogRecord | None]) -> Eve
     bare = e.event == "sglang_unknown_error" and e.raised_at is None and not _has_frames(e)
     if (bare or e.pattern_id == MODEL_TYPE_RECORD) and model_types.is_model_type(key):
         answer = model_types.remedy(key, e.sglang_version)
-        return _made(e, record_of(MODEL_TYPE_RECORD), answer.remediation if answer else None,
+        return made(e, record_of(MODEL_TYPE_RECORD), answer.remediation if answer else None,
                      {"model_type": key})
     if (bare or e.pattern_id in WEIGHT_RECORDS) and tensor_names.is_tensor_name(key):
         own = e.pattern_id if e.pattern_id in WEIGHT_RECORDS else WEIGHT_NAME_RECORD
         words = tensor_names.solution(key)
         if own != WEIGHT_NAME_RECORD and tensor_names.kind(key) not in _OWN_WORDS_MISS:
             words = None  # the layer-parameter and lm_head records say it themselves
-        return _made(e, record_of(own), (lambda base: _first(words, base)) if words else None,
-                     {"param_name": key})
+        return made(e, record_of(own),
+                    (lambda base: first_solution(words, base)) if words else None,
+                    {"param_name": key})
     return _looked_up(e, key, bare, record_of)
 
 
@@ -96,9 +97,10 @@ def _looked_up(e: Event, key: str, bare: bool,
     record, words = found
     capture = "config_key" if record == lookup_keys.LORA_CONFIG_RECORD else "output_key"
     # the words name the key where the record's first solution speaks of any key
-    return _made(e, record_of(record),
-                 lambda base: _first(words, {**base, "solutions": (base.get("solutions") or [])[1:]}),
-                 {capture: key})
+    return made(e, record_of(record),
+                lambda base: first_solution(
+                    words, {**base, "solutions": (base.get("solutions") or [])[1:]}),
+                {capture: key})
 
 
 def _lora_adapter(e: Event, record_of: Callable[[str], CatalogRecord | None]) -> Event | None:
@@ -115,11 +117,11 @@ def _lora_adapter(e: Event, record_of: Callable[[str], CatalogRecord | None]) ->
         words = tensor_names.solution(m["key"]) or ""
     else:
         return None
-    return _made(e, record_of(LORA_ADAPTER_RECORD), lambda base: _first(words, base), {})
+    return made(e, record_of(LORA_ADAPTER_RECORD), lambda base: first_solution(words, base), {})
 
 
-def _made(e: Event, record: CatalogRecord | None, remedy: Remedy | None,
-          captures: dict[str, str]) -> Event | None:
+def made(e: Event, record: CatalogRecord | None, remedy: Remedy | None,
+         captures: dict[str, str]) -> Event | None:
     if record is None:
         return None
     if e.pattern_id == record.id:
@@ -133,7 +135,7 @@ def _made(e: Event, record: CatalogRecord | None, remedy: Remedy | None,
         fingerprint=None)
 
 
-def _first(words: str, base: dict[str, Any]) -> dict[str, Any]:
+def first_solution(words: str, base: dict[str, Any]) -> dict[str, Any]:
     """`base` with `words` as its first solution; its steps (`fix_actions`, which follow the
     record's own first solution) are left out, and its example, as they are for a different
     way out."""

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from matcher import bare_keys, changed_line, release
+from matcher import bare_keys, changed_line, release, skipped_weights
 from matcher.aggregate import DEFAULT_RANK_GRACE, DEFAULT_WINDOW, Aggregator
 from matcher.catalog.schema import CatalogRecord
 from matcher.decode import (
@@ -477,7 +477,9 @@ class Pipeline:
         events = changed_line.answered(
             self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known,
             unfixed=self._unfixed_dependency_event)
-        return vocabulary_answered(mismatched(bare_keys.answered(events, self._by_id.get)))
+        events = skipped_weights.answered(bare_keys.answered(events, self._by_id.get),
+                                          self._by_id.get)
+        return vocabulary_answered(mismatched(events))
 
     def _unfixed_dependency_event(self, e: Event) -> bool:
         """An event of a dependency's record that says no way to fix it."""
