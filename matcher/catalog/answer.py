@@ -14,11 +14,18 @@ class Answer:
     documentation: str
     solutions: tuple[str, ...]
     installs: tuple[str, ...]  # pip requirements, in the order of `solutions` they go with
+    # The record's own words are wrong for this event (`pip install X` of a module pip cannot
+    # install): only these are given.
+    replaces: bool = False
 
     def remediation(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
         """The event's `remediation`: these solutions first, then the record's own."""
         base = dict(base or {})
-        own = [s for s in base.get("solutions") or () if s not in self.solutions]
+        if self.replaces:  # nor the record's account, install or example, which go with them
+            for key in ("documentation", "fix_actions", "example_fix"):
+                base.pop(key, None)
+        own = [] if self.replaces else [
+            s for s in base.get("solutions") or () if s not in self.solutions]
         out: dict[str, Any] = {
             **base,
             "documentation": self.documentation + (

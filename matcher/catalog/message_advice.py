@@ -119,6 +119,7 @@ def apply(record: dict[str, Any], table: ServerArgsTable) -> bool:
             or record.get("solutions") != words(record, guard.get("when")):
         return False
     found = advice(record.get("errorMessage"))
+    step: str | None
     if found is not None and _flags_everywhere(found[1], record.get("sglangVersions") or [],
                                                table):
         step = f"Do what the message says: {found[0].rstrip('.;:, ')}."

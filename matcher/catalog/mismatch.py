@@ -258,6 +258,11 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
         return (removed_keywords.answer(form.callee, form.name, traceback)
                 or _keyword(form, sglang_version, directory))
     assert form.module is not None
+    if form.kind == "module":
+        from matcher.catalog import stdlib_modules  # Python's own: the platform, its build
+        own = stdlib_modules.answer(form.module)
+        if own is not None:
+            return own
     top = form.module.split(".", 1)[0]
     index = index_for(top, directory)
     got = None
