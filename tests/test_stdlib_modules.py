@@ -48,3 +48,23 @@ def test_a_module_python_was_built_without_names_the_headers_and_the_rebuild(eng
 def test_a_module_of_a_package_is_not_python_s_own():
     for module in ("vllm", "sgl_kernel", "resource_pool", "lzma_tools", "flashinfer"):
         assert stdlib_modules.answer(module) is None
+
+
+def test_a_linux_only_function_on_macos_says_linux_not_a_version(engine):
+    e = _error(engine, "macos-sched-getaffinity.log")
+    assert e["remediation"]["documentation"].startswith(
+        "`os.sched_getaffinity` is part of Python's standard library on Linux only")
+    assert e["remediation"]["solutions"][0].startswith("Run sglang on Linux")
+    assert not any("Install the os build" in s for s in e["remediation"]["solutions"])
+
+
+def test_another_attribute_of_the_standard_library_is_the_pythons_version(engine):
+    e = _error(engine, "removed-collections-mapping.log")
+    solutions = e["remediation"]["solutions"]
+    assert solutions[0].startswith("Run the Python the sglang release requires")
+    assert "print(collections.__file__)" in solutions[1]
+
+
+def test_a_package_attribute_is_not_answered_here():
+    assert stdlib_modules.attribute_answer("transformers", "Qwen2VLConfig") is None
+    assert stdlib_modules.attribute_answer("torch.cuda", "MemPool") is None

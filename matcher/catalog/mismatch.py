@@ -258,9 +258,10 @@ def remedy(message: str, sglang_version: str | None = None, *, traceback: str | 
         return (removed_keywords.answer(form.callee, form.name, traceback)
                 or _keyword(form, sglang_version, directory))
     assert form.module is not None
-    if form.kind == "module":
+    if form.kind in ("module", "attribute"):
         from matcher.catalog import stdlib_modules  # Python's own: the platform, its build
-        own = stdlib_modules.answer(form.module)
+        own = (stdlib_modules.answer(form.module) if form.kind == "module" else
+               stdlib_modules.attribute_answer(form.module, form.name or ""))
         if own is not None:
             return own
     top = form.module.split(".", 1)[0]
