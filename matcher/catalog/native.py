@@ -19,7 +19,8 @@ Two kinds of records, written to `patterns/sglang/generated/native.jsonl`:
   `Fatal Python error: …` (and one per signal faulthandler names), Rust's `thread 'x' panicked
   at file.rs:L:C:`, glibc's `prog: file.cpp:40: fn: Assertion \\`cond' failed.`, NVIDIA's
   `NVRM: Xid (PCI:…): N, …` (and one per Xid code NVIDIA documents), amdgpu page faults, and
-  NVSHMEM's `file.cpp:L: non-zero status: N msg` (and its `NULL value` lines), AITER's `[AITER] file:L fail to call … ---> [HIP error](…)`,
+  NVSHMEM's `file.cpp:L: non-zero status: N msg` (and its `NULL value` and
+  `file:function:line:` lines), AITER's `[AITER] file:L fail to call … ---> [HIP error](…)`,
   Mooncake Store's `Batch RPC call failed: …`, yalantinglibs' easylog `… ERROR [tid] [file:L] msg`.
 
 A status string that a curated record already recognizes is left to it (the curated record has
@@ -418,6 +419,16 @@ SHAPES: tuple[Shape, ...] = (
           # https://github.com/NVIDIA-NeMo/Megatron-Bridge/issues/5050 (train)
           (("/dvs/p4/build/sw/rel/gpgpu/toolkit/r13.0/main_nvshmem/src/modules/transport/ibgda/"
             "ibgda.cpp:2234: NULL value Unable to create ah."),)),
+    Shape("nvshmem error", "nvshmem-error-line",
+          r"(?P<file>[^\s:]*nvshmem[\w.-]*/[^\s:]*\.(?:cpp|cu|cc|c|h)):(?P<function>\w+):"
+          r"(?P<line>\d+): (?P<message>\S.*)", "nvshmem",
+          R.Remedy("NVSHMEM reported an error at `file:function:line` (its `NVSHMEMI_ERROR_PRINT`) "
+                   "and what failed; the first such line of a run is the cause, those after it "
+                   "the failure going up."),
+          # https://github.com/deepseek-ai/DeepEP/issues/55 (train): NVSHMEM built from its
+          # source tarball (`nvshmem_src/`)
+          (("/workspace/nvshmem_src/src/host/transport/transport.cpp:nvshmemi_transport_init:287: "
+            "Unable to initialize any transports. returning error."),)),
     Shape("memfabric error", "memfabric-error-line",
           r"(?<!\S)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ error (?P<tid>\d+) pid\[(?P<pid>\d+)\] "
           r"\[(?P<module>[A-Z]+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] (?P<message>.+)",
