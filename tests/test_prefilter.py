@@ -280,3 +280,16 @@ def test_container_logs_give_the_same_events_counts_and_positions_with_skipping(
         assert got[:5] == expected[:5], chunk
         if chunk == 1 << 20:
             assert got[5] > 3000 * 0.5, "traffic lines are passed over, not decoded"
+
+
+def test_a_short_required_run_gives_way_to_an_alternation_of_longer_literals():
+    """uvicorn's access line of an error status (patterns/sglang/curated/http.json): ` HTTP/` is
+    in every access line, each reason phrase only in the lines the record is about."""
+    from matcher.catalog.patterns import literal_cover
+
+    pattern = (r"\"(?P<method>[A-Z]+) (?P<path>/\S*) HTTP/[\d.]+\" (?P<http_status>403|503) "
+               r"(?P<reason>Forbidden|Service Unavailable)\b")
+    assert literal_cover(pattern) == ("Forbidden", "Service Unavailable")
+    # a required run long enough is kept, and an alternation no longer than it is not taken
+    assert literal_cover(r"Scheduler hit an exception: (?:a|b)") == ("Scheduler hit an exception: ",)
+    assert literal_cover(r" HTTP/[\d.]+ (?:abc|de)") == (" HTTP/",)

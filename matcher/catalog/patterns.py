@@ -11,6 +11,7 @@ import functools
 import re
 import re._constants as sre_c  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import regex
@@ -140,8 +141,24 @@ def _cover(items: object, min_chars: int, breaks: re.Pattern[str]) -> tuple[str,
     _walk(items, runs)
     pieces = [piece for run in runs for piece in breaks.split(run)]
     best = max(pieces, key=len, default="")
-    if len(best) >= min_chars:
+    if len(best) >= _SELECTIVE:
         return (best,)
+    # A short required run (` HTTP/`, in every access line) against a required group whose
+    # every branch holds a longer literal (`Forbidden|Service Unavailable|…`): both are covers,
+    # and the longer literals let far fewer lines through the prefilter.
+    nested = [c for c in _nested_covers(items, min_chars, breaks) if min(map(len, c)) > len(best)]
+    if nested:
+        return max(nested, key=lambda c: min(map(len, c)))
+    return (best,) if len(best) >= min_chars else None
+
+
+# A required run this long is selective enough: no nested group is looked at.
+_SELECTIVE = 12
+
+
+def _nested_covers(items: object, min_chars: int, breaks: re.Pattern[str]
+                   ) -> Iterator[tuple[str, ...]]:
+    """The covers of the required groups, alternations and repeats directly in `items`."""
     for op, av in items:  # type: ignore[attr-defined]
         found: tuple[str, ...] | None = None
         if op is sre_c.BRANCH:
@@ -156,8 +173,7 @@ def _cover(items: object, min_chars: int, breaks: re.Pattern[str]) -> tuple[str,
                     getattr(sre_c, "POSSESSIVE_REPEAT", None)) and av[0] >= 1:
             found = _cover(av[2], min_chars, breaks)
         if found:
-            return found
-    return None
+            yield found
 
 
 # A cut line is matched only when it holds at least this much of the pattern's leading text.
