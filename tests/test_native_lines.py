@@ -17,20 +17,20 @@ sys.path.insert(0, str(ROOT / "bench"))
 from field_recall import scan  # noqa: E402
 
 from matcher import pipeline  # noqa: E402
-from matcher.catalog import Catalog, load_catalog, native, native_components  # noqa: E402
+from matcher.catalog import Catalog, native, native_components  # noqa: E402
 from matcher.engine import Engine  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "nativelines"
 
 
 @pytest.fixture(scope="module")
-def catalog() -> Catalog:
-    return load_catalog()
+def catalog(loaded: tuple[Catalog, Engine]) -> Catalog:
+    return loaded[0]
 
 
 @pytest.fixture(scope="module")
-def engine(catalog: Catalog) -> Engine:
-    return Engine(catalog.records)
+def engine(loaded: tuple[Catalog, Engine]) -> Engine:
+    return loaded[1]
 
 
 def events_of(engine: Engine, catalog: Catalog, name: str) -> list[dict[str, Any]]:

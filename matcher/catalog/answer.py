@@ -39,6 +39,18 @@ class Answer:
         return out
 
 
+def said_first(base: dict[str, Any] | None, meaning: str, what_to_do: str | None
+               ) -> dict[str, Any]:
+    """`base` (an event's remediation) with a closed vocabulary's answer ahead of its own words:
+    what the captured value means before its documentation, what to do before its solutions."""
+    base = base or {}
+    solutions = [s for s in base.get("solutions") or () if s != what_to_do]
+    documentation = base.get("documentation") or ""
+    return {**base,
+            "documentation": f"{meaning} {documentation}".strip(),
+            "solutions": [what_to_do, *solutions] if what_to_do else solutions}
+
+
 def requires(package: str, containing: str = "") -> str:
     """The command that prints what `package` requires (pip show gives the names only)."""
     pick = f" if '{containing}' in r" if containing else ""

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from matcher.catalog.answer import said_first
+
 CAPTURE = "os_errno"
 
 _HF_CACHE = ("Hugging Face downloads go to `HF_HOME` (default `~/.cache/huggingface`), "
@@ -171,10 +173,4 @@ def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
     said = answer(number) if number is not None else None
     if said is None:
         return None
-    meaning, what_to_do = said
-    base = remediation or {}
-    solutions = list(base.get("solutions") or ())
-    documentation = base.get("documentation") or ""
-    return {**base,
-            "documentation": f"{meaning} {documentation}".strip(),
-            "solutions": [what_to_do, *solutions] if what_to_do else solutions}
+    return said_first(remediation, *said)

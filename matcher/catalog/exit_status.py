@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from matcher.catalog.answer import said_first
+
 CAPTURES = ("exit_code", "exitcode", "returncode", "return_code")
 
 _OOM_KILL = (
@@ -145,10 +147,4 @@ def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
     said = answer(status) if status is not None else None
     if said is None:
         return None
-    meaning, what_to_do = said
-    base = remediation or {}
-    solutions = [s for s in base.get("solutions") or () if s != what_to_do]
-    documentation = base.get("documentation") or ""
-    return {**base,
-            "documentation": f"{meaning} {documentation}".strip(),
-            "solutions": [what_to_do, *solutions] if what_to_do else solutions}
+    return said_first(remediation, *said)

@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from matcher.catalog.answer import said_first
+
 CAPTURE = "http_status"
 
 _BODY = ("print the body the client received (the exception's text, or the same request sent "
@@ -134,9 +136,4 @@ def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
     said = answer(status) if status is not None else None
     if said is None:
         return None
-    meaning, what_to_do = said
-    base = remediation or {}
-    documentation = base.get("documentation") or ""
-    return {**base,
-            "documentation": f"{meaning} {documentation}".strip(),
-            "solutions": [what_to_do, *(base.get("solutions") or ())]}
+    return said_first(remediation, *said)

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from matcher.catalog.answer import said_first
+
 _RDMA_FILES = re.compile(r"(?:^|/)(?:rdma_context|rdma_endpoint|rdma_transport|gdr_reachability)"
                          r"\.cpp$")
 _RDMA = (
@@ -67,5 +69,4 @@ def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
     what_to_do = answer(captures.get("file") or "", captures.get("message") or "")
     if what_to_do is None:
         return None
-    base = remediation or {}
-    return {**base, "solutions": [what_to_do, *(base.get("solutions") or ())]}
+    return said_first(remediation, "", what_to_do)

@@ -110,7 +110,7 @@ def attribute_answer(module: str, name: str) -> Answer | None:
         (), replaces=True)
 
 
-_ON_LINUX = ("Run sglang on Linux: on Windows under WSL2 (with NVIDIA's driver for WSL), on "
+_ON_LINUX = ("Run sglang on Linux: on Windows, under WSL2 (with NVIDIA's driver for WSL), on "
              "Windows or macOS in a Linux container or VM (the lmsysorg/sglang image with "
              "`docker run --gpus all …` on a Linux or WSL2 host with an NVIDIA GPU)")
 
@@ -121,9 +121,7 @@ def _unix_only(module: str) -> Answer:
         "on Windows has none, and pip cannot install it (a PyPI package of that name, if any, "
         "is something else). sglang, and the packages whose frames the traceback shows, "
         "expect Linux.",
-        (("Run sglang on Linux: on Windows, under WSL2 (with NVIDIA's driver for WSL, which "
-         "gives the GPU to Linux programs), or in the lmsysorg/sglang image with Docker "
-         "Desktop's WSL2 backend (`docker run --gpus all …`)"),
+        (_ON_LINUX,
          f"Do not `pip install {module}`: no package on PyPI provides this module"),
         (), replaces=True)
 
