@@ -16,8 +16,14 @@
 The curated records match these KeyErrors where the traceback shows their frame (or, for the
 weight records of a layer's parameter or the lm_head, by their message); a bare line — no
 traceback, as users paste it — is an unknown exception to the engine and is made an event of
-the record here. Events the records already have get the same per-event answer. A KeyError
-whose traceback shows a raising frame keeps its own event: the key was looked up elsewhere.
+the record here. Events the records already have get the same per-event answer. A model type,
+adapter-config or processor key whose traceback shows a raising frame keeps its own event: the
+key was looked up elsewhere. A tensor's dotted name is weight loading's lookup also where the
+pasted traceback shows frames but none of sglang's — a framework's weight sync (verl, slime)
+relaying sglang's error, a cut paste — except another inference engine's (vLLM's
+`load_weights`: that engine's model class lacks the name, and the record's words are sglang's).
+At a frame of sglang's that no weight record names, the name was looked up elsewhere (sglang's
+W8A8 config reads `quant_description[prefix + ".weight"]`) and the event stays unknown.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ _OWN_WORDS_MISS = frozenset({"lora", "tower"})
 
 Remedy = Callable[[dict[str, Any]], dict[str, Any]]  # an event's remediation → the answered one
 _KEY = re.compile(r"^(?:[\w.]+\.)?KeyError: '(?P<key>[^'\s]+)'$")
+# the packages of other inference engines, whose weight loaders raise the same KeyError
+_OTHER_ENGINE = re.compile(r"(?:^|/)(?:vllm|vllm_ascend|lmdeploy|tensorrt_llm)/")
 
 
 def answered(events: list[Event], record_of: Callable[[str], CatalogRecord | None]
@@ -69,16 +77,20 @@ def _answered(e: Event, record_of: Callable[[str], CatalogRecord | None]) -> Eve
     key = key_of(e.message)
     if key is None:
         return None
-    bare = e.event == "sglang_unknown_error" and e.raised_at is None and not _has_frames(e)
+    unknown = e.event == "sglang_unknown_error"
+    bare = unknown and e.raised_at is None and not _has_frames(e)
     if (bare or e.pattern_id == MODEL_TYPE_RECORD) and model_types.is_model_type(key):
         answer = model_types.remedy(key, e.sglang_version)
         return made(e, record_of(MODEL_TYPE_RECORD), answer.remediation if answer else None,
                      {"model_type": key})
-    if (bare or e.pattern_id in WEIGHT_RECORDS) and tensor_names.is_tensor_name(key):
+    if ((unknown and _no_engines_frame(e)) or e.pattern_id in WEIGHT_RECORDS) \
+            and tensor_names.is_tensor_name(key):
         own = e.pattern_id if e.pattern_id in WEIGHT_RECORDS else WEIGHT_NAME_RECORD
         words = tensor_names.solution(key)
         if own != WEIGHT_NAME_RECORD and tensor_names.kind(key) not in _OWN_WORDS_MISS:
             words = None  # the layer-parameter and lm_head records say it themselves
+        elif words is None and own == WEIGHT_NAME_RECORD and not tensor_names.is_draft_head(key):
+            words = tensor_names.layout_solution(key)  # the record's first is a draft head's
         return made(e, record_of(own),
                     (lambda base: first_solution(words, base)) if words else None,
                     {"param_name": key})
@@ -149,6 +161,15 @@ def key_of(message: str) -> str | None:
     """The key of a `KeyError: '…'` message (a string key without quotes or spaces in it)."""
     m = _KEY.match(message.strip())
     return m.group("key") if m else None
+
+
+def _no_engines_frame(e: Event) -> bool:
+    """The traceback shows no frame of sglang's (the raising frame is sglang's innermost when
+    it has one: an unknown there is a lookup no weight record names, such as a quantization
+    description's `quant_description[prefix + ".weight"]`) nor of another inference engine's
+    (vLLM's `load_weights`: its model classes, not sglang's, lack the name)."""
+    at = e.raised_at
+    return at is None or not (at.path.startswith("sglang/") or _OTHER_ENGINE.search(at.path))
 
 
 def _has_frames(e: Event) -> bool:

@@ -45,7 +45,7 @@ from matcher.compile import (
     literal_columns,
     literal_table,
 )
-from matcher.frames import frames_by_exception, identifying, message_sites
+from matcher.frames import Frame, frames_by_exception, identifying, message_sites
 from matcher.precompiled import Store, store_of
 from matcher.prefilter import ChunkPrefilter
 from matcher.stored_form import EngineCache, compile_key
@@ -150,7 +150,17 @@ def _frame_at_site(record: Record, m: Match) -> bool:
         inner = [f.path for f in frames if package in f.path]
         if path and inner and inner[-1].endswith(path):
             return True
+        if path and not path.endswith(".py") and _called_from(frames, package):
+            return True  # the package's C++, raised under its own Python call
     return False
+
+
+def _called_from(frames: tuple[Frame, ...], package: str) -> bool:
+    """The innermost frame outside torch's dispatch (`torch.ops.…` calls a package's compiled
+    op from torch/_ops.py) is the package's Python."""
+    outside = [f.path for f in frames if "/torch/" not in f"/{f.path}"]
+    return bool(outside) and "/sglang/" not in f"/{outside[-1]}" \
+        and f"/{package}" in f"/{outside[-1]}"
 
 
 def _curated_before_import_messages(best: dict[int, tuple[SortKey, Match]]) -> None:

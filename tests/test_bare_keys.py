@@ -167,3 +167,52 @@ def test_a_peft_wrapped_layers_base_weight_says_merge_first(catalog, tmp_path) -
 ])
 def test_names_that_are_not_tensors(key: str) -> None:
     assert not tensor_names.is_tensor_name(key)
+
+
+def _raised(e_line: str, path: str | None):
+    from matcher.types import Event, RaisedAt
+
+    at = None if path is None else RaisedAt(path=path, line=1, function="f", source_line="")
+    return Event(event="sglang_unknown_error", error_class="KeyError", message=e_line,
+                 source="x.log", severity="error", log_ts=None, observed_ts=0.0, ranks=(),
+                 occurrences=1, traceback=None if path is None else f'  File "{path}", line 1',
+                 raised_at=at)
+
+
+@pytest.mark.parametrize(("path", "claimed"), [
+    # a framework's own frame (verl's weight sync: https://github.com/TIGER-AI-Lab/verl-tool/issues/125)
+    ("/.../verl/verl/workers/sharding_manager/fsdp_sglang.py", True),
+    # no frame printed at all
+    (None, True),
+    # another engine's loader: vLLM's (verl-tool#125 above), vLLM-Ascend's quantization config
+    # (https://github.com/vllm-project/vllm-ascend/issues/3785)
+    ("/.../vllm/model_executor/models/qwen2.py", False),
+    ("/mnt/kimi-k2/vllm-ascend/vllm_ascend/quantization/quant_config.py", False),
+    # sglang's own frame no weight record names: its W8A8 config reads
+    # `quant_description[prefix + ".weight"]` (sglang/srt/layers/quantization/w8a8_int8.py)
+    ("sglang/srt/layers/quantization/w8a8_int8.py", False),
+])
+def test_a_tensor_name_is_weight_loading_where_no_engine_raised_it(catalog, path, claimed):
+    from matcher import bare_keys
+
+    record_of = {r.id: r for r in catalog.records}.get
+    # https://github.com/modelscope/ms-swift/issues/4338 (a Qwen2.5-VL checkpoint's layout)
+    e = _raised("KeyError: 'visual.patch_embed.proj.weight'", path)
+    [out] = bare_keys.answered([e], record_of)
+    assert (out.pattern_id == WEIGHT_NAME) is claimed
+
+
+def test_a_plain_name_gets_the_layout_answer_and_a_draft_head_its_own() -> None:
+    # https://github.com/Tencent/AngelSlim/issues/39: an EAGLE3 head loaded as a base model
+    assert tensor_names.is_draft_head("midlayer.self_attn.qkv_proj.weight")
+    # https://github.com/sgl-project/sglang/pull/12031 (train): a checkpoint named for another class
+    words = tensor_names.layout_solution("lm_head.weight")
+    assert "`architectures`" in words and "upgrade sglang" in words
+
+
+def test_a_lora_sync_through_another_engine_keeps_the_peft_answer(catalog, tmp_path) -> None:
+    run = ROOT / "tests" / "fixtures" / "bare_keys" / "verl-tool-125-lora-sync-keyerror.log"
+    [e] = [e for e in _events(catalog, tmp_path, run.read_text(encoding="utf-8"))
+           if e["message"].startswith("KeyError: 'layers.0")]
+    assert e["pattern_id"] == LAYER_PARAM
+    assert "PEFT wrapped for LoRA" in e["remediation"]["solutions"][0]

@@ -104,3 +104,40 @@ def test_a_marked_record_matches_at_its_frame_only():
     last = next(line for line in reversed(log.splitlines()) if line.startswith("AttributeError"))
     [lone] = frame_text(last + "\n")
     assert engine.match_all(lone) == []
+
+
+# flashinfer's C++ checks of its GEMMs print torch's own `mat1 and mat2 shapes cannot be
+# multiplied (AxB and CxD)` (at::mm's check): the words alone do not say flashinfer made them.
+FLASHINFER_MAT1_MAT2 = "cad36d786b8ce072"  # csrc/fp8_gemm_cutlass.cu, flashinfer 0.2.11.post3..0.3.1
+TORCH_MAT1_MAT2 = "db49f5c8ef4ef1c9"  # aten/src/ATen/native/LinearAlgebra.cpp
+
+
+def test_a_flashinfer_cpp_check_in_torchs_words_is_marked():
+    with (GENERATED / "flashinfer.jsonl").open(encoding="utf-8") as f:
+        raw = next(json.loads(line) for line in f if FLASHINFER_MAT1_MAT2 in line)
+    assert raw["id"] == FLASHINFER_MAT1_MAT2 and "torch" in raw[FIELD]
+
+
+def test_torchs_words_under_sglangs_own_frames_are_torchs(catalog, tmp_path):
+    # https://github.com/sgl-project/sglang/issues/26751 (train): a grayscale image reaching
+    # Gemma-4's vision tower, `F.linear` in sglang's gemma4_vision.py; no flashinfer frame
+    from matcher.scan import scan_events
+
+    log = FIELD_LOGS.parent / "lookalike" / "sglang-26751-gemma4-vision-mat1-mat2.log"
+    [e] = scan_events([str(log)], catalog).events
+    assert e["pattern_id"] == TORCH_MAT1_MAT2
+
+
+def test_a_packages_cpp_site_is_at_its_frame_under_the_packages_python():
+    from matcher.engine import _called_from
+    from matcher.frames import Frame
+
+    def frames(*paths: str) -> tuple[Frame, ...]:
+        return tuple(Frame(p, 1, "f", "") for p in paths)
+
+    # a flashinfer op called through torch's dispatch (`torch.ops.…`), then flashinfer's wrapper
+    assert _called_from(frames("/x/sglang/srt/layers/quantization/fp8_utils.py",
+                               "/x/site-packages/flashinfer/gemm.py",
+                               "/x/site-packages/torch/_ops.py"), "flashinfer/")
+    # sglang's own call of torch: not flashinfer's
+    assert not _called_from(frames("python/sglang/srt/models/gemma4_vision.py"), "flashinfer/")

@@ -21,7 +21,8 @@ The other makers' messages are
 A record is marked with the makers, other than its own, of the messages it matches (an
 exception's class must agree, as in matching). Records with no site (`mismatch`'s import
 messages: made wherever the import ran) or a site no Python frame shows (the router's Rust,
-sgl-kernel's C++) are left alone.
+sgl-kernel's C++) are left alone; flashinfer's C++ is marked, as its kernels run only under
+flashinfer's Python, whose frame the engine then looks for.
 
     python -m matcher.catalog.lookalike patterns/sglang/generated   # rewrites the marks
 """
@@ -110,6 +111,18 @@ def samples(records: Iterable[CatalogRecord]) -> list[tuple[str, str, str]]:
     return out
 
 
+# Packages whose C++ is built into their Python package and called only through it: a check
+# failing there is raised under the package's Python frames (flashinfer's `csrc/` kernels are
+# compiled into modules that `flashinfer/*.py` loads and calls).
+CALLED_THROUGH_PYTHON = ("flashinfer/",)
+
+
+def shown_in_frames(path: str) -> bool:
+    """A traceback can place a message made at `path`: a Python file, or C++ of a package
+    called through its own Python (`CALLED_THROUGH_PYTHON`)."""
+    return path.endswith(".py") or path.startswith(CALLED_THROUGH_PYTHON)
+
+
 def marks(records: Sequence[CatalogRecord]) -> dict[str, tuple[str, ...]]:
     """By record id, the other makers of a message the record's pattern matches — for the
     records that have a site in Python (`filePath`) for a traceback's frame to show."""
@@ -123,7 +136,7 @@ def marks(records: Sequence[CatalogRecord]) -> dict[str, tuple[str, ...]]:
         for m in engine.match_all(line):
             own = maker(m.pattern)
             if m.cut or m.on_header or own is None or own == who \
-                    or not (m.pattern.file_path or "").endswith(".py"):
+                    or not shown_in_frames(m.pattern.file_path or ""):
                 continue  # a site no Python frame can show (Rust, C++) is left alone
             found.setdefault(m.pattern.id, set()).add(who)
     return {rid: tuple(sorted(makers)) for rid, makers in found.items()}

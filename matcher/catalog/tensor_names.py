@@ -83,6 +83,24 @@ def solution(name: str) -> str | None:
     return None
 
 
+def is_draft_head(name: str) -> bool:
+    """An EAGLE3 draft head's tensor (`midlayer.…`): its checkpoint loaded as a base model."""
+    return name.startswith("midlayer.")
+
+
+def layout_solution(name: str) -> str:
+    """The way out for a plain parameter name (kind `OTHER`, not a draft head's) weight loading
+    met: the weights are named for another layout than the model class's."""
+    return (f"`{name}` is a tensor the weights carry and the model class sglang built (from "
+            "config.json's `architectures`) has no parameter of that name: the weights are "
+            "named for another layout — another architecture's class, another tool's export, "
+            "or names with a prefix added or stripped (`model.`, `base_model.model.`). Check "
+            "that `architectures` names the class the weights were saved from; re-save them "
+            "with the tensor names of the original model release (merge any LoRA adapter "
+            "first; a training framework that syncs weights to sglang must send the model's "
+            "own names); or upgrade sglang, whose later releases map more checkpoint layouts")
+
+
 def _lora(name: str) -> str:
     if _BASE_LAYER.search(name):
         return (f"`{name}` is the base weight of a layer PEFT wrapped for LoRA (PEFT keeps the "
