@@ -664,6 +664,7 @@ def _mismatch_answer(message: str, sglang_version: str | None, traceback: str | 
     from matcher.catalog import (
         abi,
         backend_libraries,
+        dataclass_order,
         mismatch,
         pip_conflicts,
         signature,
@@ -676,5 +677,6 @@ def _mismatch_answer(message: str, sglang_version: str | None, traceback: str | 
     return (backend_libraries.answer(message) or pip_conflicts.answer(message)
             or uv_resolution.answer(message)
             or stated_install.answer(message)
+            or dataclass_order.answer(message, traceback)
             or mismatch.remedy(message, sglang_version, traceback=traceback)
             or signature.remedy(message, sglang_version, traceback=traceback))

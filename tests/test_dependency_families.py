@@ -1,11 +1,12 @@
 """Failures of a dependency or of a process at the other end of a pipe, told by their whole
 shape: transformers' missing backend library (matcher/catalog/backend_libraries.py), MKL's
 threading layer against GNU OpenMP, httpx's removed `proxies` (matcher/catalog/
-removed_keywords.py), and a bare EOFError of a multiprocessing pipe
-(patterns/sglang/curated/families-deps.json, families-processes.json).
+removed_keywords.py), a transformers install holding files of two releases, and a bare
+EOFError of a multiprocessing pipe (patterns/sglang/curated/families-deps.json,
+families-processes.json).
 
-Every line is as pasted in a public thread of the train split (URL beside it), or cut from one
-(tests/fixtures/processes/)."""
+Every line is as pasted in a public thread of the train split (URL beside it), cut from one
+(tests/fixtures/processes/), or run here (tests/fixtures/transformers_install/)."""
 
 from __future__ import annotations
 
@@ -237,3 +238,19 @@ def test_a_type_union_on_python_before_3_10_says_to_run_3_10(engine, line):
 ])
 def test_a_union_that_fails_on_every_python_is_not_blamed_on_its_version(engine, line):
     assert all(e["slug"] != "pep604-union-on-old-python" for e in events(engine, line + "\n"))
+
+
+TRANSFORMERS_INSTALL = Path(__file__).resolve().parent / "fixtures" / "transformers_install"
+
+
+@pytest.mark.parametrize("text", [
+    # run here: a transformers 4.57.1 file copied into a transformers 5.4.0 install
+    (TRANSFORMERS_INSTALL / "leftover-4x-file-in-5x-run-here.log").read_text(),
+    # https://github.com/huggingface/transformers/issues/42175 (train): `pip install '.[torch]'`
+    "ValueError: Backend should be defined in the BACKENDS_MAPPING. Offending backend: tf\n",
+])
+def test_a_backend_the_installed_transformers_does_not_map_is_a_mixed_install(engine, text):
+    (event,) = events(engine, text)
+    assert event["slug"] == "transformers-install-mixes-releases-backend-unmapped"
+    first = event["remediation"]["solutions"][0]
+    assert first.startswith("Remove transformers completely and install one release")
