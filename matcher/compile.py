@@ -128,7 +128,8 @@ def compile_form(records: Sequence[CatalogRecord], use_hyperscan: bool, *,
         form.hs_db, always = _build_hyperscan(patterns)
         form.always = list(always)
         form.chunk = build_chunk_prefilter([p.record.message_pattern for p in patterns],
-                                            heads=heads, covers=plain_covers)
+                                            heads=heads, covers=plain_covers,
+                                            classes=[p.record.bound_class for p in patterns])
         form.literal_db = _build_literal_db(literal_table(zip(*literal_columns(form))))
         form.head_db = _build_literal_db(literal_table((i, h) for i, h in enumerate(heads) if h))
     if progress is not None:
@@ -208,14 +209,16 @@ _INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z^-]*i")
 
 def build_chunk_prefilter(patterns: Sequence[str], *, json_safe: bool = False,
                            heads: Sequence[str | None] = (),
-                           covers: Sequence[tuple[str, ...] | None] | None = None
-                           ) -> ChunkPrefilter | None:
+                           covers: Sequence[tuple[str, ...] | None] | None = None,
+                           classes: Sequence[str | None] = ()) -> ChunkPrefilter | None:
     """`patterns`: the message patterns, in the engine's order; `covers`: their
-    `literal_cover`s when the caller made them already (not `json_safe`)."""
+    `literal_cover`s when the caller made them already (not `json_safe`); `classes`: the class
+    each record is bound to (`CatalogRecord.bound_class`), if any."""
     assert covers is None or not json_safe
     chunk_covers = []
     for i, pattern in enumerate(patterns):
         cover = covers[i] if covers is not None else literal_cover(pattern, json_safe=json_safe)
+        cover = class_cover(cover, classes[i] if i < len(classes) else None)
         # A line cut before its cover may still hold the pattern's head: read it too.
         head = heads[i] if i < len(heads) else None
         if cover is not None and head is not None:
@@ -228,6 +231,17 @@ def build_chunk_prefilter(patterns: Sequence[str], *, json_safe: bool = False,
     return ChunkPrefilter.build(chunk_covers, DOCKER_RECORD_START_SIGNS if json_safe
                                 else RECORD_START_SIGNS)
 
+
+
+def class_cover(cover: tuple[str, ...] | None, bound_class: str | None
+                ) -> tuple[str, ...] | None:
+    """The chunk prefilter's cover of a record bound to its exception class: the class's name,
+    when the message's own cover is missing or has a shorter literal. The record matches only
+    an exception of that class, whose line names it (`searched_in`): a line opening such a record
+    holds the name or a record-start sign, and the lines after it are read while it is open."""
+    if bound_class is None or (cover is not None and min(map(len, cover)) >= len(bound_class)):
+        return cover
+    return (bound_class,)
 
 
 HS_FLAGS = 0

@@ -33,7 +33,7 @@ import regex
 
 from matcher import api_error
 from matcher.catalog.patterns import cut_prefix
-from matcher.catalog.schema import CatalogRecord
+from matcher.catalog.schema import EXCEPTION, CatalogRecord
 from matcher.compile import (
     CompiledForm,
     CompiledPattern,
@@ -266,8 +266,12 @@ RESPONSE = "response"
 
 
 def searched_in(rec: CatalogRecord, target: Target) -> bool:
-    """Whether `rec` may match `target`: its class agrees, and a response's only in a body."""
-    if rec.error_type == RESPONSE and not target.in_body:
+    """Whether `rec` may match `target`: its class agrees, a response's only in a body, and one
+    bound to its class (errorType `exception`) only in an exception that names a class."""
+    kind = rec.error_type
+    if kind == RESPONSE and not target.in_body:
+        return False
+    if kind == EXCEPTION and (not target.error_class or target.in_body):
         return False
     return classes_agree(rec.error_class, target.error_class)
 
@@ -472,8 +476,9 @@ class Engine:
         """
         if self.chunk_prefilter is None:
             return None
-        return build_chunk_prefilter([r.message_pattern for r in self.patterns.records()],
-                                      json_safe=True, heads=self._heads)
+        records = list(self.patterns.records())
+        return build_chunk_prefilter([r.message_pattern for r in records], json_safe=True,
+                                      heads=self._heads, classes=[r.bound_class for r in records])
 
     @property
     def prefilter(self) -> str:

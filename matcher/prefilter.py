@@ -7,7 +7,9 @@ would take longer than grep does with eleven thousand patterns. Instead, one Hyp
 the whole chunk reports every place where
 
 - a literal that some pattern cannot match without occurs (`literal_cover`: every pattern has
-  one, or one per branch of an alternation), or
+  one, or one per branch of an alternation; a record bound to its exception class, errorType
+  `exception`, has its class's name when the message's own literal is shorter:
+  `compile.class_cover`), or
 - the framer would see more than a plain line (`framing.RECORD_START_SIGNS`: a traceback, an
   exception line, ANSI escapes),
 

@@ -49,7 +49,8 @@ def compile_key(records: Sequence[CatalogRecord], use_hyperscan: bool) -> str:
     code = code_fingerprint(*FORM_CODE)
     h.update(json.dumps([CACHE_FORMAT, code, use_hyperscan, version, HS_FLAGS,
                          regex.__version__]).encode())
-    h.update(fields_text((r.id, r.message_pattern, r.error_class, r.layer) for r in records))
+    h.update(fields_text((r.id, r.message_pattern, r.error_class, r.error_type, r.layer)
+                            for r in records))
     return h.hexdigest()[:32]
 
 

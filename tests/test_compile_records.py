@@ -63,3 +63,15 @@ def test_the_record_recognizes_its_paste_with_a_fix(catalog_engine, paste, root_
     assert hit is not None and hit.get("pattern_id") == curated_id(slug)
     assert any(not is_pointer(s) for s in (hit.get("remediation") or {}).get("solutions") or [])
 
+
+
+def test_a_cut_compilation_error_without_its_caret_line_is_not_claimed(catalog_engine, tmp_path):
+    """The record needs the excerpt's caret line: a message cut before it is not told apart
+    from any other text after `at L:C:` (kijai/ComfyUI-WanVideoWrapper#553, as cut)."""
+    catalog, engine = catalog_engine
+    paste = tmp_path / "cut.log"
+    paste.write_text("triton.compiler.errors.CompilationError: at 37:20:\n"
+                     "    K_ptrs = K + (off_z * stride_kz + (off_h // num_kv_groups) * stride_kh)"
+                     " + offs_n[None, :] * stride_kn + offs_k[:, None]\n")
+    ids = {e.get("pattern_id") for e in scan(engine, catalog, paste)}
+    assert curated_id("triton-kernel-compilation-error") not in ids

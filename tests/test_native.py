@@ -296,6 +296,14 @@ def test_cuda_status_strings_as_the_field_prints_them(engine: Engine) -> None:
     assert scan(engine, "ValueError: invalid argument\n")[0].get("pattern_id") is None
 
 
+def test_tritons_lead_is_a_caller_in_front_of_a_cuda_status(engine: Engine) -> None:
+    """triton's launcher prints `Triton Error [CUDA]: ` + cuGetErrorString; no word boundary
+    follows its `]` (https://github.com/sgl-project/sglang/issues/10570, train)."""
+    [event] = scan(engine, "RuntimeError: Triton Error [CUDA]: unspecified launch failure\n")
+    assert by_slug(engine)[event["pattern_id"]] == "cuda-unspecified-launch-failure"
+    assert event["remediation"]["solutions"]
+
+
 def test_a_status_left_to_a_curated_record_is_matched_by_it(engine: Engine) -> None:
     slugs = by_slug(engine)
     layers = {r.id: r.layer for r in engine.records}

@@ -293,3 +293,27 @@ def test_a_short_required_run_gives_way_to_an_alternation_of_longer_literals():
     # a required run long enough is kept, and an alternation no longer than it is not taken
     assert literal_cover(r"Scheduler hit an exception: (?:a|b)") == ("Scheduler hit an exception: ",)
     assert literal_cover(r" HTTP/[\d.]+ (?:abc|de)") == (" HTTP/",)
+
+
+def test_a_record_bound_to_its_class_is_covered_by_the_class_and_matched_only_in_it():
+    """Triton's CompilationError record (patterns/sglang/curated/compile.json, errorType
+    `exception`; its example from kijai/ComfyUI-HunyuanVideoWrapper#116): the message's only
+    literal, `at `, is in a few percent of all traffic lines; bound to its class, the record is
+    covered by the class's name, and searched only in an exception that names a class."""
+    from matcher.engine import Target, searched_in
+
+    rec = next(r for r in load_catalog().records if r.slug == "triton-kernel-compilation-error")
+    assert rec.bound_class == "CompilationError" and literal_cover(rec.message_pattern) == ("at ",)
+    engine = Engine([rec])
+    assert engine.chunk_prefilter is not None
+    traffic_line = b"[2026-01-01 12:00:00] Load weight end. elapsed=3.2 s, at 8:11: done\n"
+    assert engine.chunk_prefilter.hits(traffic_line) == []
+    example = rec.examples_match[0]
+    exception_line = next(line for line in example.splitlines() if "CompilationError: at" in line)
+    assert engine.chunk_prefilter.hits(exception_line.encode() + b"\n")
+    docker = json.dumps({"log": exception_line + "\n", "stream": "stderr"}).encode() + b"\n"
+    assert engine.docker_prefilter is not None and engine.docker_prefilter.hits(docker)
+    message = example.split("CompilationError: ", 1)[1]
+    assert searched_in(rec, Target("triton.compiler.errors.CompilationError", message, False))
+    assert not searched_in(rec, Target("", message, False))
+    assert not searched_in(rec, Target("", message, False, in_body=True))

@@ -25,6 +25,7 @@ from matcher import cache
 from matcher.atomic import write_atomic
 from matcher.catalog.patterns import MIN_LITERAL_CHARS, analyze, pattern_from_template
 from matcher.catalog.schema import (
+    EXCEPTION,
     FIX_OPS,
     ROLES,
     SEVERITIES,
@@ -287,6 +288,8 @@ def _checked_fields(raw: Mapping[str, Any], layer: Layer, bad: Any) -> _CheckedF
     severity = _one_of(raw, "severity", "error", SEVERITIES, bad)
     role = _one_of(raw, "role", "cause", ROLES, bad)
     ex_match, ex_no = _examples(raw.get("examples"), bad)
+    if raw.get("errorType") == EXCEPTION and not raw.get("errorClass"):
+        bad("errorType", '"exception" binds the record to its errorClass: name one')
     raised_in = _raised_in(raw.get("raisedIn"), bad)
     fix_actions = _fix_actions(raw.get("fixActions"), bad)
     guard = _guard(raw.get("guard"), bad)

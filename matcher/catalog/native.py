@@ -56,8 +56,9 @@ CURATED = GENERATED.parent / "curated"
 # What a caller prints in front of a CUDA/HIP status string: torch's `CUDA error: `, `HIP error:
 # `, `CUDA error (file:line): `, `Cuda failure 'x'`, `CUDA kernel failed : x`, triton's `Triton
 # Error [CUDA]: `, flashinfer's and sgl-kernel's `… failed with error code x`.
+# (The word boundary closes the word-ending leads only: after triton's `]` there is none.)
 CUDA_LEAD = (r"(?:(?:\b(?:CUDA|Cuda|cuda|HIP|Hip|hip)[ _]?(?:[Ee]rror|ERROR|[Ff]ailure|kernel "
-             r"failed)|Triton Error \[CUDA\])\b[^\n]{0,160}?[:\s]\s*['\"]?|failed with error "
+             r"failed)\b|Triton Error \[CUDA\])[^\n]{0,160}?[:\s]\s*['\"]?|failed with error "
              r"code:? ['\"]?)")
 # sgl-kernel and others append where the check failed.
 AT_FILE = r"(?: at (?P<file>[^\s:]+):(?P<line>\d+))?"

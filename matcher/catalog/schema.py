@@ -27,6 +27,12 @@ Location = tuple[str, str | None, int | None, str | None]
 FIX_OPS = ("remove", "add", "set", "env", "install")
 # The tag of a generated record whose `fixActions` its message states (`message_fix`).
 STATED_TAG = "message-fix"
+# errorType of a record bound to its exception class: matched only in the message of an
+# exception of its `errorClass`, never in a plain line, a traceback's header or an error body.
+# Such messages start at a record-start sign (`framing.RECORD_START_SIGNS`) or inside a record
+# already open, so the class's name is the record's prefilter cover (`compile`), whatever its
+# message's own literals are (Triton's `CompilationError: at 8:11:` and the kernel's source).
+EXCEPTION = "exception"
 
 
 @pickled_as_arguments
@@ -212,6 +218,11 @@ class CatalogRecord:
         if not self.error_class:
             return None
         return self.error_class.rsplit(".", 1)[-1]
+
+    @property
+    def bound_class(self) -> str | None:
+        """The class this record is bound to (errorType `exception`), its last dotted part."""
+        return self.class_name if self.error_type == EXCEPTION else None
 
     def in_version(self, version: str) -> bool:
         """The message exists in this sglang release (True when the record names none)."""
