@@ -472,13 +472,18 @@ class Pipeline:
         """Events carry the release that wrote them when it is known, and their source link
         points into that release (the newest of a range); a dependency at the wrong version
         gets the `pip install` for that release (`mismatched`), a model type transformers does
-        not know the release that knows it (`bare_keys`), an exit code or errno what it means
-        (`vocabulary_answered`)."""
+        not know the release that knows it (`bare_keys`), an unknown exception whose message
+        says what to install that install (`install_stated`), an exit code or errno what it
+        means (`vocabulary_answered`)."""
         events = changed_line.answered(
             self._labelled(events), self._by_id.get(changed_line.RECORD_ID), self._known,
             unfixed=self._unfixed_dependency_event)
         events = skipped_weights.answered(bare_keys.answered(events, self._by_id.get),
                                           self._by_id.get)
+        if any(e.event == "sglang_unknown_error" for e in events):
+            from matcher import install_stated  # its vocabulary, once an event needs it
+
+            events = install_stated.answered(events, self._by_id.get(install_stated.RECORD_ID))
         return vocabulary_answered(mismatched(events))
 
     def _unfixed_dependency_event(self, e: Event) -> bool:

@@ -516,3 +516,55 @@ def test_a_message_that_only_mentions_a_setting_gets_no_fix(message: str) -> Non
     from matcher.catalog.dep_fixes import stated_solutions
 
     assert stated_solutions(message, "p") == []
+
+
+# transformers/modeling_utils.py (4.57.0), `_check_and_enable_flash_attn_2`: the message's
+# first words are a variable's
+_FLASH_ATTN_CHECK = '''
+def _check_and_enable_flash_attn_2(self):
+    if not is_flash_attn_2_available():
+        preface = "FlashAttention2 has been toggled on, but it cannot be used due to the following error:"
+        install_message = "Please refer to the documentation of https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 to install Flash Attention 2."
+
+        # package `flash-attn` can not be installed on Ascend NPU, following validation logics can be ignored.
+        if is_torch_npu_available():
+            logger.info("Detect using FlashAttention2 on Ascend NPU.")
+            return True
+
+        if importlib.util.find_spec("flash_attn") is None:
+            raise ImportError(f"{preface} the package flash_attn seems to be not installed. {install_message}")
+'''
+
+
+def test_a_raised_f_strings_variable_is_read_through_its_assignment_when_asked() -> None:
+    from matcher.catalog import extract
+
+    def templates(through: bool) -> list[str]:
+        got = extract.extract_module(_FLASH_ATTN_CHECK, "transformers/modeling_utils.py",
+                                     version="4.57.0", variable_holes=through)
+        return [r["errorMessage"] for r in got.records if r.get("severity") == "error"]
+
+    assert templates(False) == [
+        "{preface} the package flash_attn seems to be not installed. {install_message}"]
+    assert templates(True) == [
+        ("FlashAttention2 has been toggled on, but it cannot be used due to the following error: "
+        "the package flash_attn seems to be not installed. Please refer to the documentation of "
+        "https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 to install "
+        "Flash Attention 2.")]
+
+
+def test_the_flash_attention_record_takes_the_real_line_cut_short() -> None:
+    # https://github.com/kijai/ComfyUI-Florence2/issues/17 (train split): the reporter's line,
+    # cut where the issue's title ends
+    line = ("FlashAttention2 has been toggled on, but it cannot be used due to the following "
+            "error: the package flash_attn seems to be not installed. Please refer to the "
+            "documentation of https://huggingface.co/doc")
+    records = [json.loads(t) for t in (GENERATED / "deps.jsonl").read_text().splitlines() if t]
+    import regex
+
+    hits = [r["errorMessage"] for r in records if r["errorClass"] == "ImportError"
+            and r["filePath"] == "transformers/modeling_utils.py"
+            and regex.match(r["messagePattern"], line, partial=True)]
+    # 4.x's words, its first ones read through the variable (5.x's name the version in a hole)
+    assert line + "s/transformers/perf_infer_gpu_one#flashattention-2 to install Flash " \
+        "Attention 2." in hits

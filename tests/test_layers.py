@@ -35,7 +35,10 @@ CATALOG_TOOLS = {"matcher.catalog"} | {
                                            "server_args", "argdump", "releases", "installed",
                                            "area_remedies", "client_remedies", "message_advice",
                                            "message_fix",
-                                           "quant_remedies")}
+                                           "quant_remedies",
+                                           # what a message says to install, which `check`
+                                           # reads for the family record's examples
+                                           "stated_install", "answer")}
 LAYERS = [("foundation", FOUNDATION), ("catalog data", CATALOG_DATA), ("engine", ENGINE),
           ("catalog tools", CATALOG_TOOLS)]  # anything else: application, on top
 

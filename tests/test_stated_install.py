@@ -34,6 +34,14 @@ GENERATED = Path(__file__).resolve().parents[1] / "patterns" / "sglang" / "gener
     # sglang 0.5.11..0.5.23 (srt/server_args.py, later srt/arg_groups/serving_hook.py)
     (("--enable-http2 requires the 'granian' package. Install it with: pip install "
      "\"sglang[http2]\""), ("sglang[http2]",)),
+    # transformers before 4.35 (modeling_utils.py), two commands, the second in quotes:
+    # https://github.com/huggingface/text-generation-inference/issues/1006 (train)
+    (("ImportError: Loading GPTQ quantized model requires optimum library : `pip install "
+      "optimum` and auto-gptq library 'pip install auto-gptq'"), ("optimum", "auto-gptq")),
+    # transformers' quantizer_awq.py, its backticks lost in the paste:
+    # https://github.com/oobabooga/textgen/issues/7007 (train)
+    ("ImportError: Loading an AWQ quantized model requires auto-awq library (pip install autoawq)",
+     ("autoawq",)),
     # https://github.com/hiyouga/LlamaFactory/issues/8544 (train)
     ("To fix: run `pip install sglang>=0.4.5` or set `DISABLE_VERSION_CHECK=1` to skip this check.",
      ("sglang>=0.4.5",)),

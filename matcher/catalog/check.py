@@ -3,7 +3,9 @@
 A `match` example must be recognized by its record — not merely matched, but chosen, so an
 example taken by a more specific record fails; the record decided at event time
 (`sglang-changed-line`) needs a traceback no record takes, raised at a line a later release
-dropped. A `noMatch` example must not be matched by the
+dropped, and the family of messages that say what to install (`message-states-install`) an
+exception no record takes whose message names an install. A `noMatch` example must not be
+matched by the
 record at all. Examples are framed exactly as a log would be, so a traceback example is tested
 the way the daemon will see it.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from matcher.catalog import stated_install
 from matcher.catalog.line_history import History
 from matcher.catalog.schema import CatalogRecord
 from matcher.engine import Engine, of_a_dependency
@@ -56,10 +59,9 @@ def check_examples(
         computed = rec.raised_in is not None and rec.raised_in.computed
         for example in rec.examples_match:
             if computed:
-                if not _changed_line_example(engine, example):
-                    failures.append(ExampleFailure(
-                        rec, "match", example, "no traceback that no record takes, raised at "
-                        "an sglang line a later release dropped"))
+                problem = _computed_example_problem(engine, rec, example)
+                if problem:
+                    failures.append(ExampleFailure(rec, "match", example, problem))
                 continue
             framed = frame_text(example)
             winners = [m for m in (engine.match(r) for r in framed) if m is not None]
@@ -77,6 +79,28 @@ def check_examples(
                     failures.append(ExampleFailure(rec, "noMatch", example, "matched, must not be"))
                     break
     return failures
+
+
+def _computed_example_problem(engine: Engine, rec: CatalogRecord, text: str) -> str:
+    """Why an example of a record decided at event time is not one ("" when it is)."""
+    if rec.id == stated_install.FAMILY_RECORD:
+        if _stated_install_example(engine, text):
+            return ""
+        return "no exception that no record takes whose message names what to install"
+    if _changed_line_example(engine, text):
+        return ""
+    return "no traceback that no record takes, raised at an sglang line a later release dropped"
+
+
+def _stated_install_example(engine: Engine, text: str) -> bool:
+    """An example of `message-states-install` (`matcher.install_stated`): an exception no
+    record takes, of a class and with words that make it the family's."""
+    for record in frame_text(text):
+        if record.exceptions and engine.match(record) is None:
+            last = record.exceptions[-1]
+            if stated_install.of_the_family(last.error_class, last.message):
+                return True
+    return False
 
 
 def _changed_line_example(engine: Engine, text: str) -> bool:

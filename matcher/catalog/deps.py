@@ -3,8 +3,8 @@
 `python -m matcher.catalog.deps` reads, for each package in `SCOPES` and each version chosen
 (`choose`: the newest version some sglang release pins, plus a few older pinned ones), the
 package's Python files in scope — xgrammar, outlines, sgl-kernel's Python,
-compressed-tensors, tokenizers' Python layer, triton's Python, transformers' loading, config and
-tokenizer modules, torch's `torch/cuda`, `torch/distributed`, `torch/_dynamo`, `torch/nn/modules`,
+compressed-tensors, tokenizers' Python layer, triton's Python, transformers' loading, config,
+tokenizer and quantizer modules, torch's `torch/cuda`, `torch/distributed`, `torch/_dynamo`, `torch/nn/modules`,
 huggingface_hub's model fetching (sglang requires it with no version: the versions read are
 those that transformers' requirement names, `PINNED_THROUGH`), tvm_ffi's JIT build — with `extract.extract_module`
 (the same site finding as sglang's own catalog), merges the versions by record id
@@ -90,6 +90,9 @@ SCOPES: Mapping[str, tuple[Callable[[str], bool], int]] = {
         "transformers/processing_utils.py", "transformers/feature_extraction_utils.py",
         "transformers/image_processing_utils", "transformers/generation/configuration_utils.py",
         "transformers/convert_slow_tokenizer.py",
+        # the checks of a checkpoint's quantization at loading (`validate_environment`: the
+        # library it needs, the GPU, the device map): AWQ, GPTQ, bitsandbytes, fp8 …
+        "transformers/quantizers/",
         # the media a multimodal request carries: loading, validating and resizing images and
         # videos, and Qwen2-VL's image processor (sglang's qwen_vl processor calls it for the
         # Qwen2/2.5/3-VL families)
@@ -162,7 +165,7 @@ def extract_package(files: Iterable[tuple[str, bytes]], in_scope: Callable[[str]
         if not path.endswith(".py") or not in_scope(path) or extract.excluded(path):
             continue
         got = extract.extract_module(data.decode("utf-8", "replace"), path, version=version,
-                                     joined_lines=True)
+                                     joined_lines=True, variable_holes=True)
         for r in got.records:
             if "raisedIn" in r or r.get("errorMessage") is None or generic(r["errorMessage"]) \
                     or r.get("severity") not in ("error", "critical"):

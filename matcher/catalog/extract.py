@@ -209,12 +209,15 @@ EXTRACTOR_MODULES = ("matcher.catalog.extract", "matcher.catalog.extract_templat
 
 
 def extract_module(text: str, path: str, *, version: str,
-                   helpers: HelperIndex | None = None, joined_lines: bool = False) -> Extraction:
+                   helpers: HelperIndex | None = None, joined_lines: bool = False,
+                   variable_holes: bool = False) -> Extraction:
     """Records for one module's source; `path` is inside the package: `sglang/srt/x.py`.
     `helpers` (`index_helpers` of the whole release): each call of a function that raises or
     logs its argument is a site too, with the message passed. `joined_lines`: a message raised
     as `"\n".join(lines)` of a list of templates is read too (off for the catalogs made
-    without it: sglang's, flashinfer's, the router's)."""
+    without it: sglang's, flashinfer's, the router's). `variable_holes`: a raised f-string's
+    hole that is a local name bound once to a template is read as that template (off for the
+    same catalogs)."""
     text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark (qwen2_classification.py)
     try:
         tree = ast.parse(text, filename=path)
@@ -222,7 +225,7 @@ def extract_module(text: str, path: str, *, version: str,
         return Extraction((), Stats(files=1, files_skipped={"syntax error": 1}))
     module = module_name(path)
     walker = SiteWalker(tree, Callees(helpers, module) if helpers is not None else None,
-                        joined_lines=joined_lines)
+                        joined_lines=joined_lines, variable_holes=variable_holes)
     walker.visit(tree)
     made = ModuleRecords(path, module, version, physical_lines(text))
     for site in sorted(walker.sites, key=lambda s: s.line):
@@ -360,7 +363,9 @@ def defer_to(
     A curated record with the same template already replaces a generated one when the layers
     merge. This is for the curated record that covers several sites with one pattern (a port
     in use, said three ways): the generated record of each other site is more specific and
-    would win its lines, so the operator would get the site without the remediation.
+    would win its lines, so the operator would get the site without the remediation. A record
+    decided at event time (`raisedIn.source` `*`) takes only what no record takes: a site that
+    takes its example lines is kept.
     """
     from matcher.catalog.check import frame_text
     from matcher.catalog.layers import merge_layers
@@ -378,6 +383,8 @@ def defer_to(
         engine = Engine(merged, use_hyperscan=False, cache=None)
         taken: set[str] = set()
         for rec in curated:
+            if rec.raised_in is not None and rec.raised_in.computed:
+                continue  # decided at event time: an event no record takes (the engine never)
             for example in rec.examples_match:
                 winners = [m for m in map(engine.match, frame_text(example)) if m is not None]
                 if winners and not any(m.pattern.id == rec.id for m in winners):

@@ -328,9 +328,12 @@ class SiteWalker(ast.NodeVisitor):
     """Collect sites with the function, condition and message template of each."""
 
     def __init__(self, module: ast.Module, callees: Callees | None = None, *,
-                 collect: bool = False, joined_lines: bool = False) -> None:
+                 collect: bool = False, joined_lines: bool = False,
+                 variable_holes: bool = False) -> None:
         self.sites: list[Site] = []
         self._joined_lines = joined_lines  # read `raise X("\n".join(msg))` (`_lines_joined`)
+        # read `raise X(f"{preface} …")` through `preface`'s template (`_through_variables`)
+        self._variable_holes = variable_holes
         self._functions: list[str] = []
         self._classes: list[str | None] = []  # per `_functions` entry: its name if a class
         self._conditions: list[str] = []
@@ -450,6 +453,23 @@ class SiteWalker(ast.NodeVisitor):
     def _resolve(self, node: ast.Name) -> list[Part] | None:
         return self._scopes[-1].value_of(node.id, self._stmt)
 
+    def _through_variables(self, parts: list[Part]) -> list[Part]:
+        """A hole that is a bare local name bound once to a template before the raise (its
+        assignment read as a raised variable's is, `_Scope.value_of`) written as that template:
+        transformers' `preface = "FlashAttention2 has been toggled on, but …:"` then
+        `raise ImportError(f"{preface} the package flash_attn seems to be not installed.")`.
+        A hole the name's binding does not settle stays a hole."""
+        out: list[Part] = []
+        for part in parts:
+            if isinstance(part, Hole) and not part.conversion and not part.spec \
+                    and part.expression.isidentifier():
+                got = self._resolve(ast.Name(id=part.expression, ctx=ast.Load()))
+                if got is not None and got != [part]:
+                    out += got
+                    continue
+            out.append(part)
+        return out
+
     def _lines_joined(self, node: ast.expr) -> list[Part] | None:
         """`"\n".join(msg)`, `msg = [f"ninja exited with status {code}", …]` bound once before
         it: the lines written in the list. Lines appended to it later (tvm_ffi's build error: the
@@ -513,6 +533,8 @@ class SiteWalker(ast.NodeVisitor):
         parts = message_parts(exc.args[0], self._resolve)
         if parts is None and self._joined_lines:
             parts = self._lines_joined(exc.args[0])
+        if parts is not None and self._variable_holes:
+            parts = self._through_variables(parts)
         several = len(exc.args) > 1 or isinstance(exc.args[0], ast.Starred)
         self._site("raise", node.lineno, cls, "error", parts,
                    skip=SEVERAL_ARGS if several and parts is not None else None)

@@ -9,7 +9,8 @@ Packages and sglang say what to install when something is missing or too old, in
 
 A `pip install` command gives its requirements when it holds nothing but requirements and
 plain options (no editable install, requirements file, index, wheel path or placeholder, which
-only the operator can fill in); else the words "<verb> X<op>V" (install, upgrade, require,
+only the operator can fill in), and each later plain command its own (transformers' `requires
+optimum library : `pip install optimum` and auto-gptq library 'pip install auto-gptq'`); else the words "<verb> X<op>V" (install, upgrade, require,
 need) give `X<op>V` when X reads as a distribution's name — a bare name in prose is not taken
 (`Please install mooncake` names a project, not its distribution), nor `SM>=90` or `NCCL>=2.11`. Read per event, so a message whose template has a hole for the
 version (`pip install vllm=={version}`) gets the version its line shows. Pure.
@@ -40,13 +41,31 @@ _PROSE = re.compile(rf"(?i)\b(?:install|upgrade|requires?|needs?)\s+(?:to\s+)?[`
 def command_requirements(message: str) -> tuple[str, ...] | None:
     """The requirements of the first `pip install …` in the message, when it is a plain one."""
     m = _COMMAND.search(message)
-    if m is None:
-        return None
-    args = m["args"]
+    return _plain(m["args"]) if m else None
+
+
+def commands_requirements(message: str) -> tuple[str, ...] | None:
+    """The requirements of the plain `pip install …` commands of the message, in order, one per
+    distribution (`requires optimum library : `pip install optimum` and auto-gptq library
+    'pip install auto-gptq'`); None when the first is not a plain one. A later command that
+    is not plain ends the reading."""
+    out: dict[str, str] = {}
+    for i, m in enumerate(_COMMAND.finditer(message)):
+        got = _plain(m["args"])
+        if got is None:
+            if i == 0:
+                return None
+            break
+        for r in got:
+            out.setdefault(_base(r), r)
+    return tuple(out.values()) or None
+
+
+def _plain(args: str) -> tuple[str, ...] | None:
+    """A command's requirements (what follows `pip install`), when it holds nothing else."""
     end = _COMMAND_END.search(args)
-    tokens = (args[: end.start()] if end else args).split()
     out: list[str] = []
-    for token in tokens:
+    for token in (args[: end.start()] if end else args).split():
         token = token.strip("'\"")
         if token.startswith("-"):
             if token not in _PLAIN_OPTIONS:
@@ -76,14 +95,14 @@ def _base(requirement: str) -> str:
 
 
 def requirements(message: str) -> tuple[str, ...] | None:
-    """What the message says to install: a plain command's requirements (a bare name given
+    """What the message says to install: its plain commands' requirements (a bare name given
     the version the words require of it: `require x>=1.2 (pip install -U x)`), else the first
     versioned requirement its words name."""
     if not any(h in message for h in _HINT):
         return None
     versioned = {_base(m["req"]): m["req"] for m in _PROSE.finditer(message)
                  if _DISTRIBUTION.match(m["req"]) and not _REFUSED.search(message, 0, m.start())}
-    got = command_requirements(message)
+    got = commands_requirements(message)
     if got:
         return tuple(versioned.get(_base(r), r) if _BARE.match(r) else r for r in got)
     return (next(iter(versioned.values())),) if versioned else None
@@ -96,3 +115,15 @@ def answer(message: str) -> Answer | None:
     quoted = " ".join(f"'{r}'" for r in reqs)
     return Answer(f"The message names what to install: {', '.join(reqs)}.",
                   (f"Install what the message names: pip install {quoted}",), reqs[:1])
+
+
+# The curated family record of exceptions no other record knows whose message says what to
+# install (`matcher.install_stated` makes such an exception its event), and the classes a
+# package's check raises when what it needs is missing or too old.
+FAMILY_RECORD = "message-states-install"
+FAMILY_CLASSES = frozenset({"ImportError", "ModuleNotFoundError", "ValueError", "RuntimeError"})
+
+
+def of_the_family(error_class: str, message: str) -> bool:
+    """An exception of `FAMILY_CLASSES` whose message names what to install."""
+    return error_class.rsplit(".", 1)[-1] in FAMILY_CLASSES and requirements(message) is not None
