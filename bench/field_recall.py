@@ -29,8 +29,9 @@ both splits: a wrong site is wrong wherever it is), the train split's printed, a
 on any.
 
 Each split's misses are also counted by what the root cause became (`miss_kind`): an unknown
-exception (with a frame in sglang's code or not), a record's warning or consequence, or no
-event of it — aggregate figures, which tell what kind of rule would reach them.
+exception (with a frame in sglang's code or not), a record's warning or consequence, a
+traceback pasted only up to its `raise`/`assert` line (no exception line), or no event of it —
+aggregate figures, which tell what kind of rule would reach them.
 
     python bench/field_recall.py              # the tables per family, then every train miss
     python bench/field_recall.py --json F     # also the train outcomes as JSON
@@ -262,10 +263,17 @@ def score(excerpts: Iterable[Excerpt], catalog: Catalog,
     return outcomes
 
 
+# A traceback's source line under a frame that raises: `    raise X(…)`, `    assert …`.
+_SOURCE_RAISE = re.compile(r"^\s+(?:raise|assert)\b")
+
+
 def miss_kind(events: list[dict[str, Any]], root_cause: str) -> str:
     """What a missed root cause became: an unknown exception (with or without a frame in
     sglang's code), a record's warning or consequence, or nothing — only other events (a
-    traceback's header, another failure), or no event at all."""
+    traceback's header, another failure), or no event at all. A root cause that is a frame's
+    `raise …`/`assert …` source line is a traceback cut before its exception line."""
+    if _SOURCE_RAISE.match(root_cause):
+        return "traceback cut at its raise line"
     for e in events:
         as_cause = {**e, "event": "sglang_error", "role": "cause"}
         if not is_root_cause(as_cause, root_cause):
