@@ -50,6 +50,7 @@ from matcher.precompiled import Store, store_of
 from matcher.prefilter import ChunkPrefilter
 from matcher.stored_form import EngineCache, compile_key
 from matcher.types import Match, Record
+from matcher.wrappers import lazy_import_inner
 
 DEFAULT_TIMEOUT = 0.05
 CUT_TIMEOUT = 0.005
@@ -256,6 +257,11 @@ def targets_of(record: Record) -> list[Target]:
         inner = api_error.message_of(target.message)
         if inner is not None:
             out.append(Target("", inner, False, in_body=True))
+    # The import's own failure inside transformers' lazy importer's RuntimeError: its message
+    # is what says what went wrong (`No module named …`, an undefined symbol), class unknown.
+    for target in list(out):
+        if not target.on_header and (wrapped := lazy_import_inner(target.message)) is not None:
+            out.append(Target("", wrapped, False))
     return out
 
 

@@ -54,6 +54,11 @@ _MAY_WRAP = frozenset(">`[(0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq
 # xoscar's actor inside an exception's message: `RuntimeError: [address=…, pid=…] Initialization…`
 _ACTOR = re.compile(r"(?<=: )\[address=[^\]\s,]+, pid=\d+\] ")
 MAX_WRAPPERS = 6
+# transformers' lazy importer (`_LazyModule._get_module`) re-raises a failed import as a
+# RuntimeError of its own sentence with the import's message on the next line; an import that
+# failed inside another lazy import repeats the sentence, once per level.
+LAZY_IMPORT = re.compile(r"^(?:\s*Failed to import [\w.]+ because of the following error "
+                         r"\(look up to see its traceback\):\s*)+")
 
 
 _LEVEL_GROUPS = ("cloud", "fastchat", "logging", "c10")
@@ -171,3 +176,13 @@ class LearnedWrappers:
         if all(s.pattern != shape.pattern for s in self.shapes):
             self.shapes = [shape, *self.shapes][:MAX_LEARNED]
         return opening[found.end():].strip()
+
+
+def lazy_import_inner(message: str) -> str | None:
+    """The import's own message inside transformers' lazy importer's sentence (`No module named
+    'sentencepiece'`, a library's undefined symbol), or None when `message` is not one."""
+    if "because of the following error" not in message:
+        return None
+    m = LAZY_IMPORT.match(message)
+    inner = message[m.end():].strip() if m is not None else ""
+    return inner or None

@@ -42,6 +42,7 @@ from typing import Any
 from matcher.catalog.answer import Answer
 from matcher.catalog.symbols import DISTRIBUTION_OF_MODULE, Index
 from matcher.catalog.versions import version_key
+from matcher.wrappers import LAZY_IMPORT
 
 GENERATOR = "matcher.catalog.mismatch"
 INDEX_DIR = ("sglang", "generated", "symbols")
@@ -66,15 +67,11 @@ class Form:
     callee: str | None = None
 
 
-# transformers' lazy importer re-raises an import's failure as a RuntimeError whose message is
-# this line, then the import's own message on the next
-_LAZY_IMPORT = re.compile(r"^Failed to import [\w.]+ because of the following error "
-                          r"\(look up to see its traceback\):\s*")
 
 
 def lazy_wrapped(message: str) -> bool:
     """A RuntimeError of transformers' lazy importer around an import's message."""
-    return _LAZY_IMPORT.search(re.sub(r"^\s*[\w.]+:\s*", "", message)) is not None
+    return LAZY_IMPORT.search(re.sub(r"^\s*[\w.]+:\s*", "", message)) is not None
 
 
 def stripped(message: str) -> str:
@@ -82,7 +79,7 @@ def stripped(message: str) -> str:
     importer's line."""
     text = re.sub(r"^\s*(?:[\w.]+(?:Error|Exception)):\s*", "", message)
     text = re.sub(r"^\[address=[^\]]*\]\s*", "", text)
-    return _LAZY_IMPORT.sub("", text)
+    return LAZY_IMPORT.sub("", text)
 
 
 def parse(message: str) -> Form | None:
