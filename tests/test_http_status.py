@@ -143,6 +143,23 @@ def test_a_plain_text_500_printed_in_a_thread(engine) -> None:
     assert "Exception in ASGI application" in event["remediation"]["solutions"][0]
 
 
+def router_line(release: str, log: str) -> str:
+    text = (FIXTURES / "router-runs" / release / log).read_text(encoding="utf-8")
+    return next(line for line in text.splitlines(keepends=True)
+                if "request failed with server error" in line)
+
+
+def test_the_router_request_line_is_answered_by_its_span_status(engine) -> None:
+    """The router's end-of-request line, run here (sglang-router 0.2.1 with no workers, 0.3.2 —
+    smg's code — against a worker answering 500), as printed with its ANSI colours."""
+    no_workers = scan(engine, router_line("0.2.1", "rt-no-workers.log"))
+    worker_500 = scan(engine, router_line("0.3.2", "rt-worker-500.log"))
+    assert [(e["captures"]["http_status"], e["captures"]["side"]) for e in no_workers + worker_500] \
+        == [("503", "server"), ("500", "server")]
+    assert "No available workers" in no_workers[0]["remediation"]["solutions"][0]
+    assert "exception" in worker_500[0]["remediation"]["solutions"][0]
+
+
 def test_every_answer_is_one_sentence_of_meaning_and_a_fix() -> None:
     for code, status in http_status.ANSWERS.items():
         meaning, fix = http_status.answer(str(code))
