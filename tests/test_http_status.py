@@ -186,6 +186,7 @@ def test_client_exceptions_without_a_status_are_answered_by_their_own_records(en
         assert slug in found
     assert found.count("openai-client-connection-error") == 2
     assert "unknown" not in found[:7]  # httpx's refused connection: its errno's record
+    assert found[-1] == "http-client-connect-failed-httpx-async"  # the async client's words
 
 
 def test_a_health_probe_logged_by_httpx_is_left_out(engine) -> None:
