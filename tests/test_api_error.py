@@ -27,6 +27,15 @@ def test_the_body_message_is_taken_out_unescaped(text):
     assert message_of(text) == CONTEXT
 
 
+def test_the_openai_sdk_from_3_38_prints_the_message_alone():
+    """openai 3.63 run here against a server answering sglang's own error body
+    (tests/fixtures/client/openai-sdk-status-errors.log): `Error code: N - <message>`."""
+    assert message_of("Error code: 400 - Conversation roles must alternate user/assistant/user/"
+                      "assistant/...") == "Conversation roles must alternate user/assistant/user/assistant/..."
+    assert message_of("Error code: 500") is None  # a body that is not JSON: no message
+    assert message_of("Error code: 400 - short") is None
+
+
 def test_the_message_among_other_keys_of_an_error_object():
     """The router's body puts `type` and `code` before the message."""
     assert message_of('{"error":{"type":"service_unavailable","code":"no_available_workers",'
@@ -69,6 +78,15 @@ def test_a_raise_record_recognizes_its_message_in_a_client_exception(use_hs):
                  errorClass="ValueError")
     line = one("openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \""
                + CONTEXT + "\", 'type': 'BadRequestError', 'param': None, 'code': 400}")
+    m = Engine([raised], use_hyperscan=use_hs).match(line)
+    assert (m.pattern.id, m.captures, m.message) == ("raised", {"n": "85050"}, CONTEXT)
+
+
+@pytest.mark.parametrize("use_hs", [True, False], ids=["hyperscan", "literal-prefilter"])
+def test_a_raise_record_recognizes_its_message_as_the_new_sdk_prints_it(use_hs):
+    raised = rec("raised", r"(?<![\s\S])\s*The input \((?P<n>\d+) tokens\) is longer than",
+                 errorClass="ValueError")
+    line = one("openai.BadRequestError: Error code: 400 - " + CONTEXT)
     m = Engine([raised], use_hyperscan=use_hs).match(line)
     assert (m.pattern.id, m.captures, m.message) == ("raised", {"n": "85050"}, CONTEXT)
 

@@ -1,6 +1,6 @@
 """An HTTP error status of a request to an sglang server or router, wherever it is printed — the
-server's access log, httpx's request log and `HTTPStatusError`, requests' `HTTPError`, the OpenAI
-SDK's `Error code: N` — is answered by what the status means (`matcher.catalog.http_status`).
+server's access log, httpx's request log and `HTTPStatusError`, requests' `HTTPError`, aiohttp's
+`ClientResponseError`, the OpenAI SDK's `Error code: N`, sglang's own error body — is answered by what the status means (`matcher.catalog.http_status`).
 Real lines from train-split threads and from runs here (tests/fixtures/client/)."""
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def test_the_clients_lines_run_here(engine) -> None:
     assert ("http-client-status-error-httpx", "503") in found
     assert ("http-client-status-error-requests", "503") in found
     assert ("http-client-status-error-requests", "403") in found
+    assert ("http-client-status-error-aiohttp", "503") in found
     assert all(status in ("503", "403") for _, status in found)
 
 
@@ -97,6 +98,66 @@ def test_a_known_body_message_wins_over_the_sdk_status(engine) -> None:
             "'type': 'Failed to parse fc related info to json format!', 'param': None, "
             "'code': 400}\n")
     assert [s for s, _ in slugs_and_statuses(engine, line)] == ["tool-call-output-unparsable"]
+
+
+BODY = "http-error-body-openai-compatible"
+
+
+def test_sglang_error_bodies_are_answered_by_their_status(engine) -> None:
+    """sglang's own error-body code run here: a bare body (curl), a streamed request's error
+    chunk, the frontend's `RuntimeError({...})`; the status in `code` is answered."""
+    text = (FIXTURES / "client" / "sglang-error-bodies.log").read_text(encoding="utf-8")
+    events = scan(engine, text)
+    assert slugs_and_statuses(engine, text) == [(BODY, "400")] * 3 + [(BODY, "404"), (BODY, "400")]
+    assert "correct the field" in events[0]["remediation"]["solutions"][0]
+    assert "model name" in events[3]["remediation"]["solutions"][0]
+
+
+def test_a_known_body_message_wins_over_the_body_status(engine) -> None:
+    """https://github.com/QwenLM/Qwen3/issues/1321 (train): curl's output of an sglang server
+    whose message a record knows; that record's event, not the body's status."""
+    line = (r'''{"object":"error","message":"The input (61709 tokens) is longer than the '''
+            r'''model\'s context length (40960 tokens).","type":"BadRequestError","param":null,'''
+            r'''"code":400}''' + "\n")
+    assert slugs_and_statuses(engine, line) == [("input-longer-than-context-length", "")]
+
+
+def test_the_openai_sdk_before_and_after_3_38(engine) -> None:
+    """openai 3.63 and 2.54 run here against sglang's own 400 body and starlette's plain-text
+    500, and curl's output of the latter (tests/fixtures/client/openai-sdk-status-errors.log)."""
+    text = (FIXTURES / "client" / "openai-sdk-status-errors.log").read_text(encoding="utf-8")
+    sdk, plain = "http-client-status-error-openai-sdk", "http-500-plain-text-body"
+    assert slugs_and_statuses(engine, text) == [
+        (plain, ""), (sdk, "400"), (sdk, "500"), (sdk, "400"), (plain, "")]
+
+
+def test_a_plain_text_500_printed_in_a_thread(engine) -> None:
+    """https://github.com/sgl-project/sglang/issues/3805 (train): curl's output of an sglang
+    server sent a body that is not valid JSON; the access log's line is its own record's."""
+    text = ('root@kebe-dev:~# curl 127.0.0.1:30000/v1/chat/completions  -H "Content-Type: '
+            'application/json"     -d \'{"model": "model", "messages": [{"role": "user", '
+            '"content": "13x^2 + 5x - 102 = 0, x = ? "}],"temperature": 0.7, "stream": true, x}\'  '
+            '// x is invalid\nInternal Server Error\n')
+    [event] = scan(engine, text)
+    assert event["message"] == "Internal Server Error"
+    assert "Exception in ASGI application" in event["remediation"]["solutions"][0]
+
+
+def router_line(release: str, log: str) -> str:
+    text = (FIXTURES / "router-runs" / release / log).read_text(encoding="utf-8")
+    return next(line for line in text.splitlines(keepends=True)
+                if "request failed with server error" in line)
+
+
+def test_the_router_request_line_is_answered_by_its_span_status(engine) -> None:
+    """The router's end-of-request line, run here (sglang-router 0.2.1 with no workers, 0.3.2 —
+    smg's code — against a worker answering 500), as printed with its ANSI colours."""
+    no_workers = scan(engine, router_line("0.2.1", "rt-no-workers.log"))
+    worker_500 = scan(engine, router_line("0.3.2", "rt-worker-500.log"))
+    assert [(e["captures"]["http_status"], e["captures"]["side"]) for e in no_workers + worker_500] \
+        == [("503", "server"), ("500", "server")]
+    assert "No available workers" in no_workers[0]["remediation"]["solutions"][0]
+    assert "exception" in worker_500[0]["remediation"]["solutions"][0]
 
 
 def test_every_answer_is_one_sentence_of_meaning_and_a_fix() -> None:
@@ -125,6 +186,7 @@ def test_client_exceptions_without_a_status_are_answered_by_their_own_records(en
         assert slug in found
     assert found.count("openai-client-connection-error") == 2
     assert "unknown" not in found[:7]  # httpx's refused connection: its errno's record
+    assert found[-1] == "http-client-connect-failed-httpx-async"  # the async client's words
 
 
 def test_a_health_probe_logged_by_httpx_is_left_out(engine) -> None:
