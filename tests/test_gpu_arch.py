@@ -1,7 +1,9 @@
 """A GPU architecture a build or kernel library does not support — sgl-kernel's ROCm build,
 AMD's aiter, PyTorch's CUDA build check — is answered by which GPU the name is and, for an NVIDIA
-capability, whether the build is too old or too new for it (`matcher.catalog.gpu_arch`). Real
-lines from train-split threads (tests/fixtures/platform/README.md)."""
+capability, whether the build is too old or too new for it (`matcher.catalog.gpu_arch`); an
+NVML start failure by the driver state its text names (`matcher.catalog.nvml_status`); Docker's
+missing GPU driver by the NVIDIA Container Toolkit. Real lines from train-split threads
+(tests/fixtures/platform/README.md)."""
 
 from __future__ import annotations
 
@@ -84,3 +86,30 @@ def test_a_listed_capability_or_an_unknown_name_gets_no_advice() -> None:
 def test_target_features_do_not_hide_the_gpu() -> None:
     said, _ = gpu_arch.answer({"gpu_arch": "gfx90a:sramecc+:xnack-"})
     assert said == "`gfx90a` is AMD CDNA 2 (Instinct MI210/MI250/MI250X)."
+
+
+def test_nvml_version_mismatch_says_reboot(engine) -> None:
+    [(slug, event)] = events_of(engine, "open-gpu-kernel-modules-47.log")
+    assert slug == "nvml-init-failed"
+    assert event["captures"]["nvml_error"] == "Driver/library version mismatch"
+    assert event["remediation"]["solutions"][0].startswith("Reboot the host")
+
+
+def test_nvml_unknown_error_in_a_container_says_restart_it(engine) -> None:
+    [(slug, event)] = events_of(engine, "nvidia-docker-1671.log")
+    assert slug == "nvml-init-failed"
+    assert event["remediation"]["solutions"][0].startswith("In a container: restart it")
+
+
+def test_nvml_texts_of_the_python_binding_and_unknown_ones() -> None:
+    from matcher.catalog import nvml_status
+
+    assert nvml_status.answer("RM has detected an NVML/RM version mismatch.") == \
+        nvml_status.answer("Driver/library version mismatch")
+    assert nvml_status.answer("Timeout") is None
+
+
+def test_docker_without_the_nvidia_container_toolkit(engine) -> None:
+    [(slug, event)] = events_of(engine, "xagent-273.log")
+    assert slug == "docker-gpu-device-driver-missing"
+    assert "nvidia-ctk runtime configure" in event["remediation"]["solutions"][0]
