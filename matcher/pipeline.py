@@ -578,12 +578,15 @@ class Pipeline:
 
 
 # The captures a closed vocabulary answers (the names `matcher.catalog.exit_status`,
-# `matcher.catalog.errno_vocab`, `matcher.catalog.http_status` and
+# `matcher.catalog.errno_vocab`, `matcher.catalog.http_status`, `matcher.catalog.gpu_arch`,
+# `matcher.catalog.nvml_status` and
 # `matcher.catalog.native_components` read; kept here so that none is imported before an event
 # needs it).
 _EXIT_STATUS = frozenset({"exit_code", "exitcode", "returncode", "return_code"})
 _OS_ERRNO = "os_errno"
 _HTTP_STATUS = "http_status"
+_GPU_ARCH = frozenset({"gpu_arch", "cuda_sm", "cc_major"})
+_NVML_ERROR = "nvml_error"
 # A glog line's captures (`matcher.catalog.native_components` answers Mooncake's).
 _NATIVE_LINE = frozenset({"date", "time", "file", "message"})
 
@@ -591,7 +594,9 @@ _NATIVE_LINE = frozenset({"date", "time", "file", "message"})
 def vocabulary_answered(events: list[Event]) -> list[Event]:
     """Events that captured a process's exit status, an OS error number or an HTTP status say
     what it means and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`,
-    `matcher.catalog.http_status`), and glog lines of Mooncake what to do
+    `matcher.catalog.http_status`), a GPU architecture which GPU it is
+    (`matcher.catalog.gpu_arch`), an NVML error the driver's state (`matcher.catalog.nvml_status`),
+    and glog lines of Mooncake what to do
     (`matcher.catalog.native_components`), ahead of their record's solutions."""
     out = events
     for i, e in enumerate(events):
@@ -607,6 +612,12 @@ def vocabulary_answered(events: list[Event]) -> list[Event]:
         elif _HTTP_STATUS in e.captures:
             from matcher.catalog import http_status
             answered = http_status.remediation(e.captures, e.remediation)
+        elif not _GPU_ARCH.isdisjoint(e.captures):
+            from matcher.catalog import gpu_arch
+            answered = gpu_arch.remediation(e.captures, e.remediation)
+        elif _NVML_ERROR in e.captures:
+            from matcher.catalog import nvml_status
+            answered = nvml_status.remediation(e.captures, e.remediation)
         elif e.captures.keys() >= _NATIVE_LINE:
             from matcher.catalog import native_components
             answered = native_components.remediation(e.captures, e.remediation)
