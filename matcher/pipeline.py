@@ -586,13 +586,16 @@ _OS_ERRNO = "os_errno"
 _HTTP_STATUS = "http_status"
 # A glog line's captures (`matcher.catalog.native_components` answers Mooncake's).
 _NATIVE_LINE = frozenset({"date", "time", "file", "message"})
+# What a chat template said (`matcher.catalog.template_rules`): its message, or a field it lacked.
+_TEMPLATE = frozenset({"template_message", "template_field"})
 
 
 def vocabulary_answered(events: list[Event]) -> list[Event]:
     """Events that captured a process's exit status, an OS error number or an HTTP status say
     what it means and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`,
-    `matcher.catalog.http_status`), and glog lines of Mooncake what to do
-    (`matcher.catalog.native_components`), ahead of their record's solutions."""
+    `matcher.catalog.http_status`), glog lines of Mooncake what to do
+    (`matcher.catalog.native_components`), and a chat template's complaint what rule the request
+    broke (`matcher.catalog.template_rules`), ahead of their record's solutions."""
     out = events
     for i, e in enumerate(events):
         if e.pattern_id is None or not e.captures:
@@ -610,6 +613,9 @@ def vocabulary_answered(events: list[Event]) -> list[Event]:
         elif e.captures.keys() >= _NATIVE_LINE:
             from matcher.catalog import native_components
             answered = native_components.remediation(e.captures, e.remediation)
+        elif not _TEMPLATE.isdisjoint(e.captures):
+            from matcher.catalog import template_rules
+            answered = template_rules.remediation(e.captures, e.remediation)
         if answered is not None:
             if out is events:
                 out = list(events)
