@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+import importlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -577,50 +578,42 @@ class Pipeline:
         return f
 
 
-# The captures a closed vocabulary answers (the names `matcher.catalog.exit_status`,
-# `matcher.catalog.errno_vocab`, `matcher.catalog.http_status`, `matcher.catalog.gpu_arch`,
-# `matcher.catalog.nvml_status` and
-# `matcher.catalog.native_components` read; kept here so that none is imported before an event
-# needs it).
-_EXIT_STATUS = frozenset({"exit_code", "exitcode", "returncode", "return_code"})
-_OS_ERRNO = "os_errno"
-_HTTP_STATUS = "http_status"
-_GPU_ARCH = frozenset({"gpu_arch", "cuda_sm", "cc_major"})
-_NVML_ERROR = "nvml_error"
-# A glog line's captures (`matcher.catalog.native_components` answers Mooncake's).
-_NATIVE_LINE = frozenset({"date", "time", "file", "message"})
+def _captured(*names: str) -> Callable[[Mapping[str, str]], bool]:
+    return lambda captures: not captures.keys().isdisjoint(names)
+
+
+# The closed vocabularies, each a module of `matcher.catalog` with `remediation(captures,
+# remediation)`, and the captures that make an event theirs; the first that applies answers.
+# Named here, imported when an event needs one.
+_VOCABULARIES: tuple[tuple[Callable[[Mapping[str, str]], bool], str], ...] = (
+    (_captured("exit_code", "exitcode", "returncode", "return_code"), "exit_status"),
+    (_captured("os_errno"), "errno_vocab"),
+    (_captured("http_status"), "http_status"),
+    (_captured("gpu_arch", "cuda_sm", "cc_major"), "gpu_arch"),
+    (_captured("nvml_error"), "nvml_status"),
+    # a glog line's captures: Mooncake's lines get their component's answer
+    (lambda captures: captures.keys() >= {"date", "time", "file", "message"},
+     "native_components"),
+    (_captured("template_message", "template_field"), "template_rules"),
+)
 
 
 def vocabulary_answered(events: list[Event]) -> list[Event]:
-    """Events that captured a process's exit status, an OS error number or an HTTP status say
-    what it means and what to do (`matcher.catalog.exit_status`, `matcher.catalog.errno_vocab`,
-    `matcher.catalog.http_status`), a GPU architecture which GPU it is
-    (`matcher.catalog.gpu_arch`), an NVML error the driver's state (`matcher.catalog.nvml_status`),
-    and glog lines of Mooncake what to do
-    (`matcher.catalog.native_components`), ahead of their record's solutions."""
+    """Events whose captures a closed vocabulary knows say what they mean and what to do, ahead
+    of their record's solutions: a process's exit status (`matcher.catalog.exit_status`), an OS
+    error number (`errno_vocab`), an HTTP status (`http_status`), a GPU architecture — which GPU
+    it is (`gpu_arch`) —, an NVML error — the driver's state (`nvml_status`) —, a Mooncake glog
+    line (`native_components`), a chat template's complaint — the rule the request broke
+    (`template_rules`)."""
     out = events
     for i, e in enumerate(events):
         if e.pattern_id is None or not e.captures:
             continue
-        answered = None
-        if not _EXIT_STATUS.isdisjoint(e.captures):
-            from matcher.catalog import exit_status
-            answered = exit_status.remediation(e.captures, e.remediation)
-        elif _OS_ERRNO in e.captures:
-            from matcher.catalog import errno_vocab
-            answered = errno_vocab.remediation(e.captures, e.remediation)
-        elif _HTTP_STATUS in e.captures:
-            from matcher.catalog import http_status
-            answered = http_status.remediation(e.captures, e.remediation)
-        elif not _GPU_ARCH.isdisjoint(e.captures):
-            from matcher.catalog import gpu_arch
-            answered = gpu_arch.remediation(e.captures, e.remediation)
-        elif _NVML_ERROR in e.captures:
-            from matcher.catalog import nvml_status
-            answered = nvml_status.remediation(e.captures, e.remediation)
-        elif e.captures.keys() >= _NATIVE_LINE:
-            from matcher.catalog import native_components
-            answered = native_components.remediation(e.captures, e.remediation)
+        name = next((module for applies, module in _VOCABULARIES if applies(e.captures)), None)
+        if name is None:
+            continue
+        vocabulary = importlib.import_module(f"matcher.catalog.{name}")
+        answered = vocabulary.remediation(e.captures, e.remediation)
         if answered is not None:
             if out is events:
                 out = list(events)
