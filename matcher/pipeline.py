@@ -582,18 +582,21 @@ def _captured(*names: str) -> Callable[[Mapping[str, str]], bool]:
     return lambda captures: not captures.keys().isdisjoint(names)
 
 
+# The captures the vocabularies read (named here so that none is imported before an event
+# needs it; their tests check each module reads these).
+_EXIT_STATUS = frozenset({"exit_code", "exitcode", "returncode", "return_code"})
+_OS_ERRNO = "os_errno"
+# a glog line's captures: Mooncake's lines get their component's answer
+_NATIVE_LINE = frozenset({"date", "time", "file", "message"})
 # The closed vocabularies, each a module of `matcher.catalog` with `remediation(captures,
 # remediation)`, and the captures that make an event theirs; the first that applies answers.
-# Named here, imported when an event needs one.
 _VOCABULARIES: tuple[tuple[Callable[[Mapping[str, str]], bool], str], ...] = (
-    (_captured("exit_code", "exitcode", "returncode", "return_code"), "exit_status"),
-    (_captured("os_errno"), "errno_vocab"),
+    (_captured(*_EXIT_STATUS), "exit_status"),
+    (_captured(_OS_ERRNO), "errno_vocab"),
     (_captured("http_status"), "http_status"),
     (_captured("gpu_arch", "cuda_sm", "cc_major"), "gpu_arch"),
     (_captured("nvml_error"), "nvml_status"),
-    # a glog line's captures: Mooncake's lines get their component's answer
-    (lambda captures: captures.keys() >= {"date", "time", "file", "message"},
-     "native_components"),
+    (lambda captures: captures.keys() >= _NATIVE_LINE, "native_components"),
     (_captured("template_message", "template_field"), "template_rules"),
 )
 
