@@ -128,6 +128,21 @@ def all_frames(record: Record) -> list[Frame]:
         else _frames_of_lines(record)
 
 
+def frames_of_text(traceback: str) -> list[Frame]:
+    """The frames of a traceback given as text (an event's `traceback`), outermost first, each
+    with the indented source line printed under it, if any."""
+    lines = [_body(line) for line in traceback.splitlines()]
+    out = []
+    for i, line in enumerate(lines):
+        m = FRAME_LINE.match(line)
+        if m is None:
+            continue
+        under = lines[i + 1] if i + 1 < len(lines) else ""
+        source = under if under[:1].isspace() and not FRAME_LINE.match(under) else ""
+        out.append(_frame(m, source))
+    return out
+
+
 def _frames_of_lines(record: Record) -> list[Frame]:
     return [_frame(m, "") for line in record.lines if (m := FRAME_LINE.match(_body(line)))]
 

@@ -190,3 +190,19 @@ def test_a_records_frames_are_read_once_and_never_anothers(monkeypatch):
     for tb in tbs:  # past `_READ_MAX`: the memo empties, and every answer is still its own
         assert frames_by_exception(tb) == real(tb)
     assert all(frames_by_exception(tb) == real(tb) for tb in reversed(tbs))
+
+
+def test_the_frames_of_a_traceback_given_as_text() -> None:
+    """An event's `traceback` text (a run here: tests/fixtures/dataclass/): each frame, outermost
+    first, with the source line printed under it."""
+    from matcher.frames import frames_of_text
+
+    text = (Path(__file__).parent / "fixtures" / "dataclass" / "own-dataclass-run-here.log"
+            ).read_text(encoding="utf-8")
+    frames = frames_of_text(text)
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.function) for f in frames] == [
+        ("own_config.py", 4, "<module>"), ("dataclasses.py", 1230, "dataclass"),
+        ("dataclasses.py", 1220, "wrap"), ("dataclasses.py", 1027, "_process_class"),
+        ("dataclasses.py", 545, "_init_fn")]
+    assert frames[0].source == "@dataclass"
+    assert frames[-1].source == "raise TypeError(f'non-default argument {f.name!r} '"

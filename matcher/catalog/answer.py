@@ -5,8 +5,13 @@ Shared by the answers computed at event time (`mismatch`, `abi`), below both of 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+# What a closed vocabulary makes of an event's captures: (what it means, what to do or None),
+# or None when the captures are not the vocabulary's.
+Said = tuple[str, str | None] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,18 @@ def said_first(base: dict[str, Any] | None, meaning: str, what_to_do: str | None
     return {**base,
             "documentation": f"{meaning} {documentation}".strip(),
             "solutions": [what_to_do, *solutions] if what_to_do else solutions}
+
+
+def answered_by(said: Callable[[dict[str, str]], Said]
+                ) -> Callable[[dict[str, str], dict[str, Any] | None], dict[str, Any] | None]:
+    """A vocabulary's `remediation(captures, remediation)`: the record's remediation with what
+    `said` makes of the captures ahead of it (`said_first`); None when it makes nothing of them."""
+    def remediation(captures: dict[str, str], base: dict[str, Any] | None
+                    ) -> dict[str, Any] | None:
+        found = said(captures)
+        return None if found is None else said_first(base, *found)
+
+    return remediation
 
 
 def requires(package: str, containing: str = "") -> str:

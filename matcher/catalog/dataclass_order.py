@@ -21,13 +21,12 @@ import re
 from dataclasses import dataclass
 
 from matcher.catalog.answer import Answer, requires
+from matcher.frames import frames_of_text
 
 MESSAGE = re.compile(r"non-default argument '(?P<argument>\w+)' follows default argument")
 # The first transformers whose `PretrainedConfig.__init_subclass__` makes a dataclass.
 DATACLASS_CONFIGS = "5.4.0"
 
-_FRAME = re.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+), in (?P<function>\S+)'
-                    r'(?:[^\S\n]*\n[^\S\n]+(?P<source>\S[^\n]*))?')
 _PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z_]\w*)[/\\]")
 _SGLANG = re.compile(r"(?:^|[/\\])sglang[/\\]")
 _TRANSFORMERS_CONFIG = re.compile(r"(?:^|[/\\])transformers[/\\]configuration_utils\.py$")
@@ -57,21 +56,21 @@ def answer(message: str, traceback: str | None) -> Answer | None:
 
 def _class_site(traceback: str) -> Site | None:
     """The innermost frame outside `dataclasses.py` and transformers' config base: the class."""
-    for m in reversed(list(_FRAME.finditer(traceback))):
-        path = m.group("path")
+    for frame in reversed(frames_of_text(traceback)):
+        path = frame.path
         if (path.endswith("dataclasses.py") or path.startswith("<")
                 or _TRANSFORMERS_CONFIG.search(path)):
             continue
         package = _PACKAGE.search(path)
         name = package.group("package") if package else (
             "sglang" if _SGLANG.search(path) else None)
-        return Site(path, m.group("line"), m.group("source"), name)
+        return Site(path, str(frame.line), frame.source or None, name)
     return None
 
 
 def _transformers_made(traceback: str) -> bool:
-    return any(_TRANSFORMERS_CONFIG.search(m.group("path")) and m.group("function") ==
-               "__init_subclass__" for m in _FRAME.finditer(traceback))
+    return any(_TRANSFORMERS_CONFIG.search(f.path) and f.function == "__init_subclass__"
+               for f in frames_of_text(traceback))
 
 
 def _under_transformers(argument: str, where: str, site: Site) -> Answer:

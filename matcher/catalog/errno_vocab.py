@@ -19,9 +19,8 @@ The curated record `os-errno` captures the number as `os_errno`;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from matcher.catalog.answer import said_first
+from matcher.catalog.answer import Said, answered_by
 
 CAPTURE = "os_errno"
 
@@ -165,12 +164,10 @@ def answer(number: str) -> tuple[str, str | None] | None:
     return f"errno {found.number} is {found.name} ({found.text}).", found.what_to_do
 
 
-def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
-                ) -> dict[str, Any] | None:
-    """`remediation` with what the captured errno means ahead of it; None when the event
-    captured no errno of the vocabulary."""
+
+def said(captures: dict[str, str]) -> Said:
     number = captures.get(CAPTURE)
-    said = answer(number) if number is not None else None
-    if said is None:
-        return None
-    return said_first(remediation, *said)
+    return answer(number) if number is not None else None
+
+
+remediation = answered_by(said)  # what the captured errno means ahead of the record's words

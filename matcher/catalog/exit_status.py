@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from matcher.catalog.answer import said_first
+from matcher.catalog.answer import Said, answered_by
 
 CAPTURES = ("exit_code", "exitcode", "returncode", "return_code")
 
@@ -139,12 +138,10 @@ def status_in(captures: dict[str, str]) -> str | None:
     return None
 
 
-def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
-                ) -> dict[str, Any] | None:
-    """`remediation` with what the captured exit status says ahead of its solutions; None when
-    the event captured no status a signal ended."""
+
+def said(captures: dict[str, str]) -> Said:
     status = status_in(captures)
-    said = answer(status) if status is not None else None
-    if said is None:
-        return None
-    return said_first(remediation, *said)
+    return answer(status) if status is not None else None
+
+
+remediation = answered_by(said)  # what a signal's exit status says ahead of the record's words

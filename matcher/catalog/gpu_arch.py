@@ -20,9 +20,8 @@ printed, as `supported` (`cc_supported`: torch's `- 9.0 which supports hardware 
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from matcher.catalog.answer import said_first
+from matcher.catalog.answer import answered_by
 
 CAPTURES = ("gpu_arch", "cuda_sm", "cc_major")
 
@@ -134,11 +133,5 @@ def answer(captures: dict[str, str]) -> tuple[str, str | None] | None:
     return None
 
 
-def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
-                ) -> dict[str, Any] | None:
-    """`remediation` with what the captured architecture is ahead of its own words; None when
-    the event captured none."""
-    said = answer(captures)
-    if said is None:
-        return None
-    return said_first(remediation, *said)
+
+remediation = answered_by(answer)  # what the GPU is ahead of the record's words

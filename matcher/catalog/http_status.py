@@ -26,9 +26,8 @@ the record's own words.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from matcher.catalog.answer import said_first
+from matcher.catalog.answer import Said, answered_by
 
 CAPTURE = "http_status"
 
@@ -128,12 +127,10 @@ def answer(status: str) -> tuple[str, str] | None:
     return f"HTTP {code} is {found.name}.", found.what_to_do
 
 
-def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
-                ) -> dict[str, Any] | None:
-    """`remediation` with what the captured status means ahead of it; None when the event
-    captured no status of the vocabulary."""
+
+def said(captures: dict[str, str]) -> Said:
     status = captures.get(CAPTURE)
-    said = answer(status) if status is not None else None
-    if said is None:
-        return None
-    return said_first(remediation, *said)
+    return answer(status) if status is not None else None
+
+
+remediation = answered_by(said)  # what the captured status means ahead of the record's words

@@ -24,9 +24,8 @@ ahead of the record's own words; nothing is read from disk.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from matcher.catalog.answer import said_first
+from matcher.catalog.answer import Said, answered_by
 
 _RDMA_FILES = re.compile(r"(?:^|/)(?:rdma_context|rdma_endpoint|rdma_transport|gdr_reachability)"
                          r"\.cpp$")
@@ -62,11 +61,10 @@ def answer(file: str, message: str) -> str | None:
     return None
 
 
-def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
-                ) -> dict[str, Any] | None:
-    """`remediation` with what to do ahead of its solutions; None when the line is not one of
-    the vocabularies'."""
+
+def said(captures: dict[str, str]) -> Said:
     what_to_do = answer(captures.get("file") or "", captures.get("message") or "")
-    if what_to_do is None:
-        return None
-    return said_first(remediation, "", what_to_do)
+    return None if what_to_do is None else ("", what_to_do)
+
+
+remediation = answered_by(said)  # what to do about a Mooncake line ahead of the record's words

@@ -17,9 +17,7 @@ this to every event that has one).
 
 from __future__ import annotations
 
-from typing import Any
-
-from matcher.catalog.answer import said_first
+from matcher.catalog.answer import Said, answered_by
 
 CAPTURE = "nvml_error"
 
@@ -81,12 +79,10 @@ def answer(text: str) -> tuple[str, str | None] | None:
     return MEANINGS.get(text.strip().rstrip(".").lower())
 
 
-def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
-                ) -> dict[str, Any] | None:
-    """`remediation` with what the captured NVML error means ahead of its own words; None when
-    the event captured none the table knows."""
+
+def said(captures: dict[str, str]) -> Said:
     text = captures.get(CAPTURE)
-    said = answer(text) if text else None
-    if said is None:
-        return None
-    return said_first(remediation, *said)
+    return answer(text) if text else None
+
+
+remediation = answered_by(said)  # what the NVML error means ahead of the record's words

@@ -23,9 +23,8 @@ ahead of the record's words.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from matcher.catalog.answer import said_first
+from matcher.catalog.answer import answered_by
 
 MESSAGE = "template_message"
 FIELD = "template_field"
@@ -91,8 +90,5 @@ def answer(captures: dict[str, str]) -> tuple[str, str] | None:
     return _FIELDS.get(field) if field is not None else None
 
 
-def remediation(captures: dict[str, str], remediation: dict[str, Any] | None
-                ) -> dict[str, Any] | None:
-    """`remediation` with the rule's answer ahead of it; None when no rule applies."""
-    said = answer(captures)
-    return said_first(remediation, *said) if said is not None else None
+
+remediation = answered_by(answer)  # the rule the request broke ahead of the record's words
